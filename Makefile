@@ -1,0 +1,99 @@
+# gpufleet.netval — developer and operator entry points.
+# `make demo` and `make test` are the two commands README.md promises for a
+# fresh Debian machine (as root): both install what they need first.
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+COLLECTIONS := $(CURDIR)/.cache/collections
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+# Debian packages the collection, the lab and the tests use.
+APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils
+
+PROFILE ?= healthy-400g
+NODES ?= 2
+PEERS ?= 1
+FAULT ?=
+NODE ?=
+
+.PHONY: help deps apt venv collection test units quality sanity lint docs build demo \
+        lab-up lab-down lab-status lab-fault clean
+
+help:
+	@echo "make demo    - set up and run validate.yml on the built-in lab"
+	@echo "make test    - run the whole test suite (units, sanity, lint, docs, lab)"
+	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1] | lab-status | lab-down"
+	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>]"
+
+deps: apt venv collection
+
+# Install missing Debian packages (needs root and apt-get; skipped when all are present).
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to install: $$missing" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# Make this checkout visible to ansible as gpufleet.netval (the root is the collection).
+collection:
+	@mkdir -p $(COLLECTIONS)/ansible_collections/gpufleet
+	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/gpufleet/netval
+
+# The whole suite; the last thing it prints is pytest's summary line.
+test: deps
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests
+
+units: deps
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests/unit
+
+quality: deps
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests/quality
+
+sanity: deps
+	scripts/ansible_test.sh sanity --venv --python 3.11
+
+lint: deps
+	$(BIN)/ansible-lint --profile production
+
+build: deps
+	mkdir -p build && $(BIN)/ansible-galaxy collection build --force --output-path build .
+
+demo: deps
+	@if [ -f lab/netval_lab/__main__.py ]; then \
+	  $(MAKE) lab-up && $(BIN)/ansible-playbook -i inventories/lab playbooks/validate.yml -l new_nodes; \
+	else \
+	  for m in host_tuning_info pcie_info rdma_info nic_info gpu_info mlx_fw_info; do \
+	    [ -f plugins/modules/$$m.py ] || continue; \
+	    echo "== gpufleet.netval.$$m on localhost =="; \
+	    $(BIN)/ansible localhost -m gpufleet.netval.$$m || true; \
+	  done; \
+	fi
+
+lab-up: deps
+	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS)
+
+lab-status: deps
+	$(PY) -m lab.netval_lab status
+
+lab-down:
+	$(PY) -m lab.netval_lab down
+
+lab-fault: deps
+	$(PY) -m lab.netval_lab fault $(FAULT) $(if $(NODE),--node $(NODE),)
+
+clean:
+	rm -rf build .cache .pytest_cache .hypothesis tests/output

@@ -1,0 +1,230 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parsers for host tuning state: /proc/cmdline, /proc/meminfo, /proc/modules
+or lsmod, the CPU frequency governor, intel_pstate/no_turbo, memlock limits
+and NIC IRQ placement.  Pure functions; no Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+
+_SIZE_UNITS = {'b': 1, 'kb': 1024, 'k': 1024, 'mb': 1024 ** 2, 'm': 1024 ** 2,
+               'gb': 1024 ** 3, 'g': 1024 ** 3, 'tb': 1024 ** 4, 't': 1024 ** 4}
+
+
+def parse_cmdline(text):
+    """/proc/cmdline -> {tokens: [...], params: {key: value or True}, init_args: [...]}.
+
+    Everything after a lone ``--`` belongs to init, not the kernel, and is
+    returned separately as ``init_args``.  A repeated key (``hugepagesz=2M hugepagesz=1G``) keeps every value in
+    ``params_all``; ``params`` holds the last one, which is what the kernel uses.
+    """
+    text = require_text('cmdline', text)
+    if '\x00' in text:
+        raise ParseError('cmdline', 'contains NUL bytes; expected /proc/cmdline text')
+    stripped = text.strip()
+    if not stripped:
+        raise ParseError('cmdline', 'empty command line')
+    if '\n' in stripped:
+        raise ParseError('cmdline', 'more than one line; expected the single line of /proc/cmdline',
+                         stripped.splitlines()[1])
+    tokens = stripped.split()
+    init_args = []
+    if '--' in tokens:
+        split_at = tokens.index('--')
+        tokens, init_args = tokens[:split_at], tokens[split_at + 1:]
+    params = {}
+    params_all = {}
+    for token in tokens:
+        key, sep, value = token.partition('=')
+        value = value if sep else True
+        params[key] = value
+        params_all.setdefault(key, []).append(value)
+    return {'tokens': tokens, 'params': params, 'params_all': params_all, 'init_args': init_args}
+
+
+def parse_meminfo(text):
+    """/proc/meminfo -> {fields: {name: int}, hugepages: {...}} (sizes in bytes, counts as counts)."""
+    text = require_text('meminfo', text)
+    fields = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        match = re.match(r'^([A-Za-z0-9_()]+):\s+(\d+)(?:\s+(kB))?\s*$', line)
+        if not match:
+            raise ParseError('meminfo', 'line %d is not "Name: value [kB]"' % number, line)
+        value = int(match.group(2))
+        fields[match.group(1)] = value * 1024 if match.group(3) else value
+    if not fields:
+        raise ParseError('meminfo', 'no fields found')
+    hugepages = {
+        'total': fields.get('HugePages_Total'),
+        'free': fields.get('HugePages_Free'),
+        'reserved': fields.get('HugePages_Rsvd'),
+        'surplus': fields.get('HugePages_Surp'),
+        'page_size_bytes': fields.get('Hugepagesize'),
+    }
+    return {'fields': fields, 'hugepages': hugepages}
+
+
+def parse_proc_modules(text):
+    """/proc/modules -> {modules: {name: {size, refcount, used_by: [...], state}}}."""
+    text = require_text('proc_modules', text)
+    modules = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) < 3 or not parts[1].isdigit():
+            raise ParseError('proc_modules', 'line %d is not "name size refcount ..."' % number, line)
+        used_by = []
+        if len(parts) > 3 and parts[3] not in ('-', ''):
+            used_by = [entry for entry in parts[3].split(',') if entry]
+        modules[parts[0]] = {
+            'size': int(parts[1]),
+            'refcount': int(parts[2]) if parts[2].lstrip('-').isdigit() else None,
+            'used_by': used_by,
+            'state': parts[4] if len(parts) > 4 else None,
+        }
+    return {'modules': modules}
+
+
+def parse_lsmod(text):
+    """``lsmod`` output -> {modules: {name: {size, refcount, used_by: [...]}}}."""
+    text = require_text('lsmod', text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return {'modules': {}}
+    if not re.match(r'^Module\s+Size\s+Used by', lines[0]):
+        raise ParseError('lsmod', 'missing the "Module Size Used by" header', lines[0])
+    modules = {}
+    for number, line in enumerate(lines[1:], 2):
+        parts = line.split()
+        if len(parts) < 3 or not parts[1].isdigit() or not parts[2].lstrip('-').isdigit():
+            raise ParseError('lsmod', 'line %d is not "name size refcount [users]"' % number, line)
+        used_by = [entry for entry in parts[3].split(',') if entry] if len(parts) > 3 else []
+        modules[parts[0]] = {'size': int(parts[1]), 'refcount': int(parts[2]), 'used_by': used_by}
+    return {'modules': modules}
+
+
+def parse_limits(text):
+    """/proc/<pid>/limits -> {limits: {name: {soft, hard, units}}, memlock_bytes: {soft, hard}}.
+
+    ``unlimited`` is returned as the string 'unlimited'; numbers as int.
+    """
+    text = require_text('limits', text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or not lines[0].startswith('Limit'):
+        raise ParseError('limits', 'missing the "Limit Soft Limit Hard Limit Units" header',
+                         lines[0] if lines else None)
+    limits = {}
+    for line in lines[1:]:
+        match = re.match(r'^(.+?)\s{2,}(\S+)\s+(\S+)(?:\s+(\S+))?\s*$', line)
+        if not match:
+            raise ParseError('limits', 'row is not "name soft hard [units]"', line)
+        values = []
+        for raw in (match.group(2), match.group(3)):
+            values.append(int(raw) if raw.isdigit() else raw)
+        limits[match.group(1).strip()] = {'soft': values[0], 'hard': values[1], 'units': match.group(4)}
+    memlock = limits.get('Max locked memory')
+    return {
+        'limits': limits,
+        'memlock_bytes': {'soft': memlock['soft'], 'hard': memlock['hard']} if memlock else None,
+    }
+
+
+def parse_ulimit_l(text):
+    """``ulimit -l`` (KiB or 'unlimited') -> {memlock_kib: int or 'unlimited'}."""
+    text = require_text('ulimit', text).strip()
+    if text == 'unlimited':
+        return {'memlock_kib': 'unlimited'}
+    if not text.isdigit():
+        raise ParseError('ulimit', 'expected a number of KiB or "unlimited"', text)
+    return {'memlock_kib': int(text)}
+
+
+def parse_cpulist(text):
+    """A kernel CPU list such as ``0-3,8,10-11`` -> {cpus: [0, 1, 2, 3, 8, 10, 11]}."""
+    text = require_text('cpulist', text).strip()
+    cpus = set()
+    if not text:
+        return {'cpus': []}
+    for part in text.split(','):
+        match = re.match(r'^(\d+)(?:-(\d+))?$', part.strip())
+        if not match:
+            raise ParseError('cpulist', 'expected ranges like 0-3,8', part)
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) else first
+        if last < first or last - first > 65536:
+            raise ParseError('cpulist', 'bad range', part)
+        cpus.update(range(first, last + 1))
+    return {'cpus': sorted(cpus)}
+
+
+def parse_smp_affinity_list(text):
+    """/proc/irq/N/smp_affinity_list -> {cpus: [...]} (same format as a CPU list)."""
+    return parse_cpulist(text)
+
+
+def _read(path):
+    try:
+        with open(path, 'r') as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def read_cpu_governors(sysfs_root='/sys'):
+    """{cpu_name: governor} from cpufreq, empty where cpufreq is absent (VMs, some BIOS modes)."""
+    base = os.path.join(sysfs_root, 'devices', 'system', 'cpu')
+    governors = {}
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return governors
+    for name in names:
+        if not re.match(r'^cpu\d+$', name):
+            continue
+        value = _read(os.path.join(base, name, 'cpufreq', 'scaling_governor'))
+        if value is not None:
+            governors[name] = value.strip()
+    return governors
+
+
+def read_no_turbo(sysfs_root='/sys'):
+    """True/False from intel_pstate/no_turbo, or None when the file does not exist."""
+    value = _read(os.path.join(sysfs_root, 'devices', 'system', 'cpu', 'intel_pstate', 'no_turbo'))
+    if value is None:
+        return None
+    return value.strip() == '1'
+
+
+def read_hugepage_pools(sysfs_root='/sys'):
+    """{page_size_kib: nr_hugepages} from /sys/kernel/mm/hugepages."""
+    base = os.path.join(sysfs_root, 'kernel', 'mm', 'hugepages')
+    pools = {}
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return pools
+    for name in names:
+        match = re.match(r'^hugepages-(\d+)kB$', name)
+        value = _read(os.path.join(base, name, 'nr_hugepages'))
+        if match and value is not None and value.strip().isdigit():
+            pools[int(match.group(1))] = int(value.strip())
+    return pools
+
+
+def summarize_governors(governors):
+    """Collapse per-CPU governors: {governor: count} plus the single value when all agree."""
+    counts = {}
+    for value in governors.values():
+        counts[value] = counts.get(value, 0) + 1
+    uniform = list(counts)[0] if len(counts) == 1 else None
+    return {'counts': counts, 'uniform': uniform}

@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One small command runner shared by every module of the collection.
+
+In the spirit of community.general's cmd_runner, but smaller: the binary is
+found with ``get_bin_path``, commands are argument lists (never a shell),
+the locale is pinned to C so parsers see the format they were written for,
+a hard timeout is enforced through coreutils ``timeout``, and every failure
+carries the host, the command line, rc, stdout and stderr.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import shlex
+import socket
+
+# tool -> (Debian/Ubuntu package, RHEL package); named in "not found" errors.
+TOOL_PACKAGES = {
+    'ibstat': ('infiniband-diags', 'infiniband-diags'),
+    'ibstatus': ('infiniband-diags', 'infiniband-diags'),
+    'ibv_devinfo': ('ibverbs-utils', 'libibverbs-utils'),
+    'show_gids': ('MLNX_OFED (mlnx-ofed-kernel-utils)', 'MLNX_OFED (mlnx-ofa_kernel)'),
+    'lspci': ('pciutils', 'pciutils'),
+    'ethtool': ('ethtool', 'ethtool'),
+    'mlxconfig': ('mft (NVIDIA Firmware Tools)', 'mft (NVIDIA Firmware Tools)'),
+    'flint': ('mft (NVIDIA Firmware Tools)', 'mft (NVIDIA Firmware Tools)'),
+    'mlxlink': ('mft (NVIDIA Firmware Tools)', 'mft (NVIDIA Firmware Tools)'),
+    'mstconfig': ('mstflint', 'mstflint'),
+    'mstflint': ('mstflint', 'mstflint'),
+    'mstlink': ('mstflint', 'mstflint'),
+    'nvidia-smi': ('nvidia-utils-<driver version>', 'nvidia-driver-cuda'),
+    'dcgmi': ('datacenter-gpu-manager', 'datacenter-gpu-manager'),
+    'ib_send_bw': ('perftest', 'perftest'),
+    'ib_write_bw': ('perftest', 'perftest'),
+    'ib_read_bw': ('perftest', 'perftest'),
+    'ib_send_lat': ('perftest', 'perftest'),
+    'ib_write_lat': ('perftest', 'perftest'),
+    'ib_read_lat': ('perftest', 'perftest'),
+    'iperf3': ('iperf3', 'iperf3'),
+    'ping': ('iputils-ping', 'iputils'),
+    'mpirun': ('openmpi-bin', 'openmpi'),
+    'journalctl': ('systemd', 'systemd'),
+    'dmesg': ('util-linux', 'util-linux'),
+    'lsmod': ('kmod', 'kmod'),
+    'timeout': ('coreutils', 'coreutils'),
+    'ip': ('iproute2', 'iproute'),
+}
+
+# Environment for every command: parsers expect untranslated output.
+C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C', 'LANGUAGE': 'C'}
+
+# rc that coreutils `timeout` returns when it had to stop the command.
+TIMEOUT_RCS = (124, 137)
+
+
+def hostname():
+    """The short host name, used to say where a failure happened."""
+    return socket.gethostname()
+
+
+def render_cmd(argv):
+    """Render an argument list as a copy-pasteable command line (for messages only)."""
+    return ' '.join(shlex.quote(str(a)) for a in argv)
+
+
+def package_hint(tool):
+    """'install <deb> (Debian/Ubuntu) or <rpm> (RHEL)' for a known tool, else a generic hint."""
+    deb, rpm = TOOL_PACKAGES.get(tool, (None, None))
+    if deb is None:
+        return 'install the package that provides it'
+    if deb == rpm:
+        return 'install package %s (Debian/Ubuntu and RHEL)' % deb
+    return 'install package %s (Debian/Ubuntu) or %s (RHEL)' % (deb, rpm)
+
+
+class CommandResult(object):
+    """What one command did: argv, rc, stdout, stderr and whether it timed out."""
+
+    def __init__(self, argv, rc, stdout, stderr, timed_out=False):
+        self.argv = argv
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
+
+    @property
+    def cmd(self):
+        return render_cmd(self.argv)
+
+    def as_dict(self):
+        return {'cmd': self.cmd, 'argv': list(self.argv), 'rc': self.rc,
+                'stdout': self.stdout, 'stderr': self.stderr, 'timed_out': self.timed_out}
+
+
+class ToolRunner(object):
+    """Run external tools for an AnsibleModule.
+
+    ``module`` is duck-typed: anything with ``get_bin_path``, ``run_command``
+    and ``fail_json`` works, which keeps this file free of Ansible imports.
+    """
+
+    def __init__(self, module, default_timeout=None):
+        self.module = module
+        self.default_timeout = default_timeout
+        self._paths = {}
+
+    def find(self, tool, required=True, opt_dirs=None):
+        """Absolute path of ``tool``; fails the module (or returns None) when it is missing."""
+        if tool not in self._paths:
+            self._paths[tool] = self.module.get_bin_path(tool, required=False, opt_dirs=opt_dirs or [])
+        path = self._paths[tool]
+        if path is None and required:
+            self.module.fail_json(
+                msg='%s: required tool %r was not found on PATH; %s' % (hostname(), tool, package_hint(tool)),
+                tool=tool, missing_tool=True)
+        return path
+
+    def first_available(self, tools):
+        """The first of ``tools`` that exists (for example flint, then mstflint), or None."""
+        for tool in tools:
+            if self.find(tool, required=False):
+                return tool
+        return None
+
+    def run(self, tool, args, timeout=None, ok_rcs=(0,), check=True, data=None):
+        """Run ``tool`` with ``args`` (a list).  Returns a CommandResult.
+
+        With ``check`` (the default) an rc outside ``ok_rcs`` or a timeout
+        fails the module with a message naming host, command, rc and stderr.
+        """
+        if isinstance(args, (str, bytes)):
+            raise TypeError('args must be a list, not a string')
+        binary = self.find(tool)
+        argv = [binary] + [str(a) for a in args]
+        timeout = self.default_timeout if timeout is None else timeout
+        run_argv = argv
+        if timeout:
+            timeout_bin = self.find('timeout')
+            run_argv = [timeout_bin, '--kill-after=5', str(int(timeout))] + argv
+        rc, out, err = self.module.run_command(run_argv, check_rc=False, environ_update=dict(C_LOCALE), data=data)
+        timed_out = bool(timeout) and rc in TIMEOUT_RCS
+        result = CommandResult(argv, rc, out, err, timed_out=timed_out)
+        if check and (timed_out or rc not in ok_rcs):
+            self.fail(result)
+        return result
+
+    def fail(self, result, reason=None, **extra):
+        """Fail the module for ``result`` with a message an operator can act on."""
+        if reason is None:
+            if result.timed_out:
+                reason = 'timed out'
+            else:
+                reason = 'exited with rc=%s' % result.rc
+        detail = (result.stderr or result.stdout or '').strip().splitlines()
+        msg = '%s: `%s` %s' % (hostname(), result.cmd, reason)
+        if detail:
+            msg += ': %s' % detail[-1][:300]
+        fields = result.as_dict()
+        fields.update(extra)
+        self.module.fail_json(msg=msg, **fields)
+
+    def fail_parse(self, result, error):
+        """Fail the module because a command's output could not be parsed (``error`` is a ParseError)."""
+        self.fail(result, reason='gave output that could not be parsed (%s)' % error)

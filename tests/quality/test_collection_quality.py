@@ -1,0 +1,85 @@
+"""The collection-level gates: ansible-test sanity, ansible-lint (production
+profile), ansible-doc for every module and filter, and a galaxy build that
+installs.  Each runs the real tool; a failure shows the tool's own output.
+"""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'modules', '*.py')))
+FILTER_FILES = sorted(glob.glob(os.path.join(ROOT, 'plugins', 'filter', '*.py')))
+
+
+def run(argv, timeout=900, **kwargs):
+    env = dict(os.environ)
+    env['PATH'] = BIN + os.pathsep + env.get('PATH', '')
+    env['ANSIBLE_COLLECTIONS_PATH'] = os.path.join(ROOT, '.cache', 'collections')
+    env.setdefault('ANSIBLE_CONFIG', os.path.join(ROOT, 'ansible.cfg'))
+    proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=timeout, check=False, **kwargs)
+    return proc.returncode, proc.stdout
+
+
+def test_ansible_test_sanity():
+    rc, out = run([os.path.join(ROOT, 'scripts', 'ansible_test.sh'), 'sanity', '--venv', '--python', '3.11'])
+    assert rc == 0, out[-20000:]
+
+
+def test_ansible_lint_production_profile():
+    rc, out = run([os.path.join(BIN, 'ansible-lint'), '--profile', 'production', '--offline'])
+    assert rc == 0, out[-20000:]
+
+
+def test_no_blanket_sanity_ignores():
+    for path in glob.glob(os.path.join(ROOT, 'tests', 'sanity', 'ignore-*.txt')):
+        with open(path, encoding='utf-8') as handle:
+            for line in handle:
+                line = line.strip()
+                if line and not line.startswith('#'):
+                    assert ' # ' in line, '%s: every ignore needs a reason: %s' % (path, line)
+
+
+def test_six_inventory_modules_exist():
+    for name in ('rdma_info', 'pcie_info', 'nic_info', 'mlx_fw_info', 'gpu_info', 'host_tuning_info'):
+        assert name in MODULES
+
+
+@pytest.mark.parametrize('module', MODULES)
+def test_ansible_doc_renders_module(module):
+    rc, out = run([os.path.join(BIN, 'ansible-doc'), 'gpufleet.netval.%s' % module])
+    assert rc == 0, out
+    assert 'OPTIONS' in out and 'RETURN VALUES' in out and 'EXAMPLES' in out, out
+    assert '[WARNING]' not in out and 'ERROR' not in out, out
+
+
+def test_ansible_doc_lists_every_module():
+    rc, out = run([os.path.join(BIN, 'ansible-doc'), '-l', 'gpufleet.netval'])
+    assert rc == 0, out
+    for module in MODULES:
+        assert 'gpufleet.netval.%s' % module in out
+
+
+@pytest.mark.parametrize('path', FILTER_FILES, ids=[os.path.basename(p) for p in FILTER_FILES])
+def test_ansible_doc_renders_filter(path):
+    name = os.path.splitext(os.path.basename(path))[0]
+    rc, out = run([os.path.join(BIN, 'ansible-doc'), '-t', 'filter', 'gpufleet.netval.%s' % name])
+    assert rc == 0 and 'ERROR' not in out, out
+
+
+def test_galaxy_build_and_install(tmp_path):
+    rc, out = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'build', '--force', '--output-path', str(tmp_path), '.'])
+    assert rc == 0, out
+    tarballs = glob.glob(str(tmp_path / 'gpufleet-netval-*.tar.gz'))
+    assert len(tarballs) == 1, out
+    dest = tmp_path / 'installed'
+    rc, out = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--force', '-p', str(dest), tarballs[0]])
+    assert rc == 0, out
+    installed = dest / 'ansible_collections' / 'gpufleet' / 'netval'
+    assert (installed / 'MANIFEST.json').exists()
+    assert (installed / 'plugins' / 'modules' / 'host_tuning_info.py').exists()
+    assert not (installed / 'lab').exists() and not (installed / '.venv').exists()

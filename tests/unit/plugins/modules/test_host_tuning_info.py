@@ -1,0 +1,55 @@
+"""host_tuning_info reads /proc and /sys; the tests point it at trees."""
+import shutil
+
+from ansible_collections.gpufleet.netval.plugins.modules import host_tuning_info
+from tests.unit import fixtures
+from tests.unit.plugins.modules.utils import run_module
+
+
+def make_tree(tmp_path, cmdline='BOOT_IMAGE=/vmlinuz iommu=pt hugepages=128\n', with_modules=True):
+    proc = tmp_path / 'proc'
+    (proc / 'self').mkdir(parents=True)
+    (proc / 'cmdline').write_text(cmdline)
+    (proc / 'meminfo').write_text(fixtures.local('proc/meminfo_firecracker_vm_dev_no_hugepages.txt'))
+    (proc / 'self' / 'limits').write_text(fixtures.local('proc/limits_firecracker_vm_dev_memlock_8M.txt'))
+    if with_modules:
+        (proc / 'modules').write_text('mlx5_core 2101248 1 mlx5_ib, Live 0x0000000000000000\n')
+    sys_root = tmp_path / 'sys'
+    (sys_root / 'devices/system/cpu/cpu0/cpufreq').mkdir(parents=True)
+    (sys_root / 'devices/system/cpu/cpu0/cpufreq/scaling_governor').write_text('powersave\n')
+    return str(proc), str(sys_root)
+
+
+def test_reads_a_tree(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root})
+    assert not failed, result
+    assert result['changed'] is False
+    assert 'iommu=pt' in result['cmdline']['tokens']
+    assert result['modules']['mlx5_core']['used_by'] == ['mlx5_ib']
+    assert result['cpu_governor'] == {'counts': {'powersave': 1}, 'uniform': 'powersave'}
+    assert result['memlock'] == {'soft': 8388608, 'hard': 8388608}
+    assert result['hugepages']['total'] == 0
+    assert result['_ran'] == []
+
+
+def test_kernel_without_modules_gives_empty_modules(tmp_path):
+    proc, sys_root = make_tree(tmp_path, with_modules=False)
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root}, check_mode=True)
+    assert not failed and result['modules'] == {}
+
+
+def test_garbage_meminfo_fails_with_host_and_path(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    (tmp_path / 'proc' / 'meminfo').write_text('this is not meminfo\n')
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root})
+    assert failed
+    assert 'meminfo output' in result['msg'] and str(tmp_path) in result['msg']
+
+
+def test_missing_cmdline_fails_clearly(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    (tmp_path / 'proc' / 'cmdline').unlink()
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root})
+    assert failed and 'cannot read' in result['msg'] and 'cmdline' in result['msg']
+    shutil.rmtree(str(tmp_path / 'proc'))

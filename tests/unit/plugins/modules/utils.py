@@ -1,0 +1,94 @@
+"""Harness for module tests, in the style of community.general's unit tests.
+
+Each case lists the exact argv the module must run and what the command
+returns; the harness fails the test if the module runs anything else, runs
+the commands in another order, or leaves an expected command unrun.
+"""
+import json
+from unittest import mock
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_bytes
+
+
+class AnsibleExitJson(Exception):
+    """Raised in place of exit_json; carries the module result."""
+
+
+class AnsibleFailJson(Exception):
+    """Raised in place of fail_json; carries the module result."""
+
+
+def _exit_json(self, **kwargs):
+    kwargs.setdefault('changed', False)
+    raise AnsibleExitJson(kwargs)
+
+
+def _fail_json(self, **kwargs):
+    kwargs['failed'] = True
+    raise AnsibleFailJson(kwargs)
+
+
+def set_module_args(args):
+    args = dict(args)
+    args.setdefault('_ansible_remote_tmp', '/tmp')
+    args.setdefault('_ansible_keep_remote_files', False)
+    basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
+
+
+class Call(object):
+    """One expected command: exact argv and what it returns."""
+
+    def __init__(self, argv, rc=0, out='', err=''):
+        self.argv = list(argv)
+        self.rc = rc
+        self.out = out
+        self.err = err
+
+
+def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=False):
+    """Run a module's ``main`` with ``args``.
+
+    ``calls`` are the Call objects expected in order; ``missing`` names tools
+    that get_bin_path must not find.  Returns ``(result, failed)``.
+    """
+    expected = list(calls)
+    ran = []
+
+    def fake_run_command(self, argv, check_rc=False, environ_update=None, data=None, **kwargs):
+        ran.append(list(argv))
+        if not expected:
+            pytest.fail('module ran an unexpected command: %r' % (argv,))
+        call = expected.pop(0)
+        assert list(argv) == call.argv, 'argv mismatch:\n  ran      %r\n  expected %r' % (argv, call.argv)
+        if environ_update is not None:
+            assert environ_update.get('LC_ALL') == 'C'
+        return call.rc, call.out, call.err
+
+    def fake_get_bin_path(self, arg, required=False, opt_dirs=None):
+        if arg in missing:
+            if required:
+                self.fail_json(msg='Failed to find required executable %s' % arg)
+            return None
+        return '%s/%s' % (bin_dir, arg)
+
+    if check_mode:
+        args = dict(args, _ansible_check_mode=True)
+    set_module_args(args)
+    with mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
+                             run_command=fake_run_command, get_bin_path=fake_get_bin_path):
+        outcome = None
+        try:
+            main()
+        except AnsibleExitJson as exc:
+            outcome = (exc.args[0], False)
+        except AnsibleFailJson as exc:
+            outcome = (exc.args[0], True)
+        if outcome is None:
+            pytest.fail('module returned without calling exit_json or fail_json')
+        result, failed = outcome
+    if not failed:
+        assert not expected, 'module did not run expected commands: %r' % ([c.argv for c in expected],)
+    result['_ran'] = ran
+    return result, failed
