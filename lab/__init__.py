@@ -1,0 +1,1 @@
+"""The gpufleet.netval development lab (not part of the collection; excluded from the galaxy build)."""

@@ -1,0 +1,375 @@
+"""netval lab CLI: ``python -m lab.netval_lab up|down|status|fault`` (run as root from the repo root).
+
+    up --profile P --nodes N --peers M   build (or keep, when already up with the same arguments) the lab
+    down                                 remove every namespace, link, process and file of the lab
+    status [--json]                      one line per host: role, mgmt IP, sshd, fabric links, faults
+    fault NAME [--node HOST]             inject a fault (NAME=clear clears all)
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+from . import IPERF3_PORT, LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, PERFTEST_PORT, REPO_ROOT, netns_name, node_dir
+from . import inventory, netns
+from .netns import LabError
+
+REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'peer-down', 'port-busy')
+EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change')
+SLOW_LINK_RATE = '1gbit'
+
+
+def say(msg):
+    sys.stdout.write(msg + '\n')
+    sys.stdout.flush()
+
+
+def _hardware():
+    try:
+        from . import hardware  # pylint: disable=import-outside-toplevel
+    except ImportError as exc:
+        raise LabError('the lab hardware emulation (lab/netval_lab/hardware.py) cannot be imported: %s' % exc)
+    return hardware
+
+
+def _profiles():
+    from . import profiles  # pylint: disable=import-outside-toplevel
+    return profiles
+
+
+def load_lab():
+    try:
+        with open(LAB_JSON, encoding='utf-8') as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def save_lab(lab):
+    os.makedirs(LAB_ROOT, exist_ok=True)
+    tmp = LAB_JSON + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as handle:
+        json.dump(lab, handle, indent=2, sort_keys=True)
+        handle.write('\n')
+    os.replace(tmp, LAB_JSON)
+
+
+# --------------------------------------------------------------------------- plan
+
+def plan(profile_name, profile, nodes, peers):
+    """The lab's layout: hosts, addresses, links (pure; nothing is created)."""
+    node_names = ['node%02d' % i for i in range(1, nodes + 1)]
+    peer_names = ['peer%02d' % j for j in range(1, peers + 1)]
+    order = node_names + peer_names
+    hosts = {}
+    for i, host in enumerate(order, start=1):
+        role = 'new' if host in node_names else 'peer'
+        hosts[host] = {'role': role, 'netns': netns_name(host), 'mgmt_ip': '%s.%d' % (netns.MGMT_PREFIX, 10 + i),
+                       'node_dir': node_dir(host)}
+    links = []
+    for i, node in enumerate(node_names):
+        hosts[node]['peer'] = peer_names[i % peers]
+        for j, peer in enumerate(peer_names):
+            k = i * peers + j
+            links.append({'index': k, 'node': node, 'peer': peer, 'node_if': 'fab-' + peer, 'peer_if': 'fab-' + node,
+                          'node_ip': '10.252.%d.1' % k, 'peer_ip': '10.252.%d.2' % k, 'prefix': 30, 'mtu': netns.FABRIC_MTU})
+    return {'profile': profile_name, 'profile_path': profile.get('path'), 'tier': profile.get('tier'),
+            'nodes': nodes, 'peers': peers, 'order': order, 'hosts': hosts, 'links': links,
+            'bridge': netns.BRIDGE, 'mgmt_gateway': netns.MGMT_GATEWAY, 'faults': [], 'status': 'building',
+            'created': time.time(), 'repo_root': REPO_ROOT}
+
+
+def peers_info(lab, host):
+    """What hardware.materialize gets to know about a host's place in the lab."""
+    info = lab['hosts'][host]
+    links = []
+    for link in lab['links']:
+        if link['node'] == host:
+            links.append({'ifname': link['node_if'], 'ip': link['node_ip'], 'prefix': link['prefix'],
+                          'remote_host': link['peer'], 'remote_ip': link['peer_ip'], 'remote_ifname': link['peer_if']})
+        elif link['peer'] == host:
+            links.append({'ifname': link['peer_if'], 'ip': link['peer_ip'], 'prefix': link['prefix'],
+                          'remote_host': link['node'], 'remote_ip': link['node_ip'], 'remote_ifname': link['node_if']})
+    fabric = [{'netdev': entry['ifname'], 'ip': entry['ip'], 'prefix': entry['prefix'], 'remote_host': entry['remote_host'],
+               'remote_ip': entry['remote_ip'], 'remote_netdev': entry['remote_ifname']} for entry in links]
+    return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'peer': info.get('peer'),
+            'links': links, 'fabric': fabric, 'lab_root': LAB_ROOT, 'repo_root': REPO_ROOT,
+            'nodes': [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new'],
+            'peers': [h for h in lab['order'] if lab['hosts'][h]['role'] == 'peer']}
+
+
+def lab_is_healthy(lab):
+    existing = set(netns.lab_namespaces())
+    for host, info in lab['hosts'].items():
+        if info['netns'] not in existing or not netns.sshd_alive(host):
+            return False
+    return lab.get('status') == 'up' and os.path.exists(os.path.join(inventory.INVENTORY_DIR, 'hosts.yml'))
+
+
+# --------------------------------------------------------------------------- commands
+
+def cmd_up(args):
+    if not 1 <= args.nodes <= MAX_NODES:
+        raise LabError('--nodes must be between 1 and %d (got %d)' % (MAX_NODES, args.nodes))
+    if not 1 <= args.peers <= MAX_PEERS:
+        raise LabError('--peers must be between 1 and %d (got %d)' % (MAX_PEERS, args.peers))
+    profiles = _profiles()
+    try:
+        profile = profiles.load_profile(args.profile)
+    except profiles.ProfileError as exc:
+        raise LabError('profile %s: %s' % (args.profile, exc))
+    hardware = _hardware()
+    started = time.time()
+    current = load_lab()
+    if current and (current.get('profile'), current.get('nodes'), current.get('peers')) == (args.profile, args.nodes, args.peers) \
+            and lab_is_healthy(current):
+        inventory.write(current)
+        say('lab already up: profile %s, %d new node(s), %d peer(s); nothing to do' % (args.profile, args.nodes, args.peers))
+        print_access(current)
+        return 0
+    if current or netns.lab_namespaces() or netns.root_links() or os.path.exists(LAB_ROOT):
+        say('tearing down the existing lab first')
+        cmd_down(argparse.Namespace(quiet=True))
+
+    lab = plan(args.profile, profile, args.nodes, args.peers)
+    try:
+        build(lab, profile, hardware)
+    except BaseException:
+        say('lab up failed; removing what was built')
+        netns.teardown()
+        raise
+    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s)' % (time.time() - started, args.profile, args.nodes, args.peers))
+    print_access(lab)
+    return 0
+
+
+def build(lab, profile, hardware):
+    for host in lab['order']:
+        os.makedirs(os.path.join(node_dir(host), 'log'), exist_ok=True)
+    key = netns.ensure_ssh_keys()
+    save_lab(lab)
+    netns.create_bridge()
+    for host in lab['order']:
+        netns.create_namespace(host)
+        netns.add_mgmt_link(host, lab['hosts'][host]['mgmt_ip'])
+    for link in lab['links']:
+        netns.add_fabric_link(link)
+    for host in lab['order']:
+        info = lab['hosts'][host]
+        state = hardware.materialize(profile, host, info['role'], info['node_dir'], peers_info(lab, host))
+        info['hardware'] = summarize_state(state)
+    netns.write_known_hosts([lab['hosts'][h]['mgmt_ip'] for h in lab['order']])
+    for host in lab['order']:
+        netns.write_sshd_config(host, lab['hosts'][host]['mgmt_ip'])
+        lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)
+    addresses = {h: lab['hosts'][h]['mgmt_ip'] for h in lab['order']}
+    netns.wait_for_sshd(addresses)
+    problems = netns.check_ssh_login(addresses, key)
+    if problems:
+        raise LabError('ssh login failed: %s' % '; '.join('%s: %s' % item for item in sorted(problems.items())))
+    lab['status'] = 'up'
+    lab['pids'] = {h: lab['hosts'][h]['sshd_pid'] for h in lab['order']}
+    lab['ssh_key'] = key
+    save_lab(lab)
+    inventory.write(lab)
+
+
+def summarize_state(state):
+    """A few facts of the materialized hardware for lab.json/status (state.json stays the source of truth)."""
+    if not isinstance(state, dict):
+        return {}
+    nics = state.get('nics') or []
+    return {'nics': [nic.get('name') for nic in nics if isinstance(nic, dict)],
+            'netdevs': [nic.get('netdev') for nic in nics if isinstance(nic, dict)]}
+
+
+def print_access(lab):
+    key = os.path.join(LAB_ROOT, 'ssh', 'id_ed25519')
+    say('inventory: %s/hosts.yml' % os.path.relpath(inventory.INVENTORY_DIR, os.getcwd()))
+    for host in lab['order']:
+        info = lab['hosts'][host]
+        say('  %-8s %-4s ssh -i %s root@%s' % (host, info['role'], key, info['mgmt_ip']))
+    if os.path.exists(os.path.join(REPO_ROOT, 'playbooks', 'validate.yml')):
+        say('validate: ansible-playbook -i inventories/lab playbooks/validate.yml -l new_nodes')
+    else:
+        say('playbooks/validate.yml does not exist yet; try: ansible -i inventories/lab all -m ansible.builtin.ping')
+
+
+def cmd_down(args):
+    problems = netns.teardown()
+    inventory.remove()
+    shutil.rmtree(LAB_ROOT, ignore_errors=True)
+    if os.path.exists(LAB_ROOT):
+        problems.append('%s could not be removed' % LAB_ROOT)
+    left = netns.lab_namespaces()
+    if left:
+        problems.append('namespaces left: %s' % ' '.join(left))
+    if problems:
+        raise LabError('down left things behind: %s' % '; '.join(problems))
+    if not getattr(args, 'quiet', False):
+        say('lab down: no namespaces, links, processes or files of the lab remain')
+    return 0
+
+
+def host_status(lab, host):
+    info = lab['hosts'][host]
+    exists = info['netns'] in netns.lab_namespaces()
+    links = []
+    for link in lab['links']:
+        if host not in (link['node'], link['peer']):
+            continue
+        ifname = link['node_if'] if link['node'] == host else link['peer_if']
+        state = netns.link_info(host, ifname) if exists else None
+        if state is None:
+            links.append({'ifname': ifname, 'up': False, 'mtu': None, 'qdisc': None})
+        else:
+            links.append(dict(state, ifname=ifname))
+    faults = ['%s' % f['name'] for f in lab.get('faults', []) if host in (f.get('node'), f.get('peer'))]
+    return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'netns': exists,
+            'sshd': netns.sshd_alive(host), 'links': links, 'faults': faults}
+
+
+def cmd_status(args):
+    lab = load_lab()
+    if not lab:
+        left = netns.lab_namespaces()
+        if args.json:
+            say(json.dumps({'up': False, 'namespaces': left}))
+        else:
+            say('lab is down' + (' (but namespaces remain: %s; run down)' % ' '.join(left) if left else ''))
+        return 0 if not left else 1
+    rows = [host_status(lab, h) for h in lab['order']]
+    if args.json:
+        say(json.dumps({'up': lab.get('status') == 'up', 'profile': lab['profile'], 'tier': lab['tier'],
+                        'hosts': rows, 'faults': lab.get('faults', [])}, indent=2))
+        return 0
+    say('profile %s (tier %s), %d new node(s), %d peer(s), status %s' % (
+        lab['profile'], lab['tier'], lab['nodes'], lab['peers'], lab.get('status')))
+    say('%-8s %-5s %-13s %-5s %-44s %s' % ('HOST', 'ROLE', 'MGMT_IP', 'SSHD', 'FABRIC (link state/mtu/qdisc)', 'FAULTS'))
+    for row in rows:
+        fabric = ' '.join('%s:%s/%s/%s' % (l['ifname'], 'up' if l['up'] else 'DOWN', l['mtu'], l['qdisc']) for l in row['links'])
+        say('%-8s %-5s %-13s %-5s %-44s %s' % (row['host'], row['role'], row['mgmt_ip'], 'up' if row['sshd'] else 'DOWN',
+                                              fabric, ','.join(row['faults']) or '-'))
+    return 0
+
+
+def _node_link(lab, node):
+    peer = lab['hosts'][node]['peer']
+    return [link for link in lab['links'] if link['node'] == node and link['peer'] == peer][0]
+
+
+def _state_nic(node, ifname):
+    """The emulated NIC that stands for a fabric link (its PCI address and netdev name for kernel-log lines)."""
+    try:
+        with open(os.path.join(node_dir(node), 'state.json'), encoding='utf-8') as handle:
+            nics = json.load(handle).get('nics') or []
+    except (OSError, ValueError):
+        nics = []
+    for nic in nics:
+        if isinstance(nic, dict) and (nic.get('fabric') or {}).get('netdev') == ifname:
+            return nic
+    return nics[0] if nics and isinstance(nics[0], dict) else {}
+
+
+def cmd_fault(args):
+    lab = load_lab()
+    if not lab or lab.get('status') != 'up':
+        raise LabError('the lab is not up (run: python -m lab.netval_lab up --profile healthy-400g)')
+    name = args.name
+    if name == 'clear':
+        clear_faults(lab)
+        lab['faults'] = []
+        save_lab(lab)
+        say('faults cleared')
+        return 0
+    if name not in REAL_FAULTS + EMULATED_FAULTS:
+        raise LabError('unknown fault %r; known: %s, clear' % (name, ', '.join(REAL_FAULTS + EMULATED_FAULTS)))
+    nodes = [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new']
+    node = args.node or nodes[0]
+    if node not in nodes:
+        raise LabError('--node %s is not a new node of this lab (new nodes: %s)' % (node, ', '.join(nodes)))
+    link = _node_link(lab, node)
+    peer = link['peer']
+    record = {'name': name, 'node': node, 'peer': peer, 'since': time.time()}
+    if name == 'slow-link':
+        netns.shape(node, link['node_if'], SLOW_LINK_RATE)
+        netns.shape(peer, link['peer_if'], SLOW_LINK_RATE)
+        record['rate'] = SLOW_LINK_RATE
+    elif name == 'mtu-mismatch':
+        netns.set_mtu(peer, link['peer_if'], 1500)
+        record['mtu'] = {node: netns.FABRIC_MTU, peer: 1500}
+    elif name == 'link-flap':
+        nic = _state_nic(node, link['node_if'])
+        record['pid'] = netns.start_flap(link, nic)
+    elif name == 'peer-down':
+        netns.stop_sshd(peer)
+    elif name == 'port-busy':
+        record['ports'] = [PERFTEST_PORT, IPERF3_PORT]
+        record['pid'] = netns.start_busy_ports(peer, record['ports'])
+    else:
+        _hardware().apply_fault(node_dir(node), name)
+    lab['faults'] = [f for f in lab.get('faults', []) if (f['name'], f['node']) != (name, node)] + [record]
+    save_lab(lab)
+    say('fault %s on %s (peer %s)' % (name, node, peer))
+    return 0
+
+
+def clear_faults(lab):
+    nodes = [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new']
+    for node in nodes:
+        netns.stop_pidfile(os.path.join(node_dir(node), 'flap.pid'))
+    for link in lab['links']:
+        for host, ifname in ((link['node'], link['node_if']), (link['peer'], link['peer_if'])):
+            netns.unshape(host, ifname)
+            netns.set_mtu(host, ifname, netns.FABRIC_MTU)
+            netns.set_link(host, ifname, True)
+    for host in lab['order']:
+        netns.stop_pidfile(os.path.join(node_dir(host), 'busy-ports.pid'))
+        if not netns.sshd_alive(host):
+            lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)
+    if any(f['name'] in EMULATED_FAULTS for f in lab.get('faults', [])):
+        hardware = _hardware()
+        for host in lab['order']:
+            hardware.clear_faults(node_dir(host))
+    netns.wait_for_sshd({h: lab['hosts'][h]['mgmt_ip'] for h in lab['order']})
+
+
+# --------------------------------------------------------------------------- main
+
+def parser():
+    top = argparse.ArgumentParser(prog='python -m lab.netval_lab', description='The gpufleet.netval lab: a small GPU fleet on one machine.')
+    sub = top.add_subparsers(dest='command', required=True)
+    up = sub.add_parser('up', help='build the lab (idempotent)')
+    up.add_argument('--profile', default='healthy-400g', help='lab/profiles/<name>.yml (default healthy-400g)')
+    up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)
+    up.add_argument('--peers', type=int, default=1, help='known-good peers, 1..%d (default 1)' % MAX_PEERS)
+    sub.add_parser('down', help='remove everything the lab made')
+    status = sub.add_parser('status', help='show hosts, sshd, fabric links, faults')
+    status.add_argument('--json', action='store_true')
+    fault = sub.add_parser('fault', help='inject a fault: %s; or clear' % ', '.join(REAL_FAULTS + EMULATED_FAULTS))
+    fault.add_argument('name')
+    fault.add_argument('--node', help='new node to break (default: the first)')
+    return top
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if os.geteuid() != 0:
+        sys.stderr.write('netval-lab: error: must run as root (it creates network namespaces, veth links and sshd '
+                         'processes); try: sudo %s -m lab.netval_lab %s\n' % (sys.executable, args.command))
+        return 2
+    handlers = {'up': cmd_up, 'down': cmd_down, 'status': cmd_status, 'fault': cmd_fault}
+    try:
+        return handlers[args.command](args)
+    except LabError as exc:
+        sys.stderr.write('netval-lab: error: %s\n' % exc)
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write('netval-lab: interrupted; run `python -m lab.netval_lab down` to clean up\n')
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,554 @@
+"""The real half of the lab: namespaces, the management bridge, veth fabric links,
+one sshd per host, tc shaping and the faults that act on the real network.
+
+Everything here shells out to iproute2 / tc / sshd with full keywords
+(``name``, ``dev``, ``master``, ``netns``) and raises LabError with the
+command line and its stderr when something fails.
+"""
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from . import LAB_ROOT, NS_PREFIX, SSH_DIR, netns_name, node_dir
+
+BRIDGE = 'nvlab-mgmt'
+MGMT_PREFIX = '10.251.0'
+MGMT_GATEWAY = MGMT_PREFIX + '.1'
+FABRIC_MTU = 9000
+# Root-namespace link names the lab creates: the bridge, the bridge ports
+# (nvm-<host>), and temporary names of links on their way into a namespace.
+ROOT_LINK_PREFIXES = ('nvlab-', 'nvm-', 'nvi-', 'nvfa', 'nvfb')
+SSH_PATH = '/run/netval-lab/nodes/%s/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+
+class LabError(Exception):
+    """A lab operation failed; the message names the command and the cause."""
+
+
+def run(argv, check=True, timeout=60, input_text=None):
+    """Run argv (a list, never a shell); raise LabError naming the command and stderr on failure."""
+    try:
+        proc = subprocess.run(argv, input=input_text, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise LabError('%s: command not found (install it: apt-get install iproute2 openssh-server iperf3)' % argv[0])
+    except subprocess.TimeoutExpired:
+        raise LabError('%s: timed out after %s s' % (' '.join(argv), timeout))
+    if check and proc.returncode != 0:
+        raise LabError('%s: rc=%d: %s' % (' '.join(argv), proc.returncode, (proc.stderr or proc.stdout).strip()))
+    return proc
+
+
+def ip(*args, check=True):
+    return run(['ip'] + list(args), check=check)
+
+
+def ipn(host, *args, check=True):
+    return run(['ip', '-n', netns_name(host)] + list(args), check=check)
+
+
+def nsexec(host, argv, check=True, timeout=60):
+    return run(['ip', 'netns', 'exec', netns_name(host)] + list(argv), check=check, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- discovery
+
+def lab_namespaces():
+    """Names of the lab's network namespaces that exist now (nvlab-*)."""
+    proc = run(['ip', 'netns', 'list'], check=False)
+    names = []
+    for line in proc.stdout.splitlines():
+        name = line.split()[0] if line.split() else ''
+        if name.startswith(NS_PREFIX):
+            names.append(name)
+    return sorted(names)
+
+
+def root_links():
+    """Root-namespace links the lab made (bridge, bridge ports, half-moved veths)."""
+    proc = run(['ip', '-o', 'link', 'show'], check=False)
+    names = []
+    for line in proc.stdout.splitlines():
+        parts = line.split(':', 2)
+        if len(parts) < 2:
+            continue
+        name = parts[1].strip().split('@')[0]
+        if name.startswith(ROOT_LINK_PREFIXES):
+            names.append(name)
+    return names
+
+
+def link_exists(name, host=None):
+    argv = ['ip'] + (['-n', netns_name(host)] if host else []) + ['link', 'show', 'dev', name]
+    return run(argv, check=False).returncode == 0
+
+
+def link_info(host, ifname):
+    """{'up': bool, 'mtu': int, 'qdisc': str} of a link inside a host's namespace, or None."""
+    proc = run(['ip', '-n', netns_name(host), '-j', 'link', 'show', 'dev', ifname], check=False)
+    if proc.returncode != 0:
+        return None
+    try:
+        data = json.loads(proc.stdout)[0]
+    except (ValueError, IndexError):
+        return None
+    return {'up': 'UP' in data.get('flags', []) and 'LOWER_UP' in data.get('flags', []),
+            'admin_up': 'UP' in data.get('flags', []), 'mtu': data.get('mtu'), 'qdisc': data.get('qdisc')}
+
+
+# --------------------------------------------------------------------------- building
+
+def create_bridge():
+    if not link_exists(BRIDGE):
+        ip('link', 'add', 'name', BRIDGE, 'type', 'bridge')
+    proc = ip('-o', 'addr', 'show', 'dev', BRIDGE)
+    if ' %s/24 ' % MGMT_GATEWAY not in proc.stdout:
+        ip('addr', 'add', MGMT_GATEWAY + '/24', 'dev', BRIDGE)
+    ip('link', 'set', 'dev', BRIDGE, 'up')
+
+
+def create_namespace(host):
+    ns = netns_name(host)
+    if ns not in lab_namespaces():
+        ip('netns', 'add', ns)
+    ipn(host, 'link', 'set', 'dev', 'lo', 'up')
+
+
+def add_mgmt_link(host, address):
+    """veth nvm-<host> (bridge port) <-> mgmt0 inside the host's namespace, address/24."""
+    outer, inner = 'nvm-' + host, 'nvi-' + host
+    if len(outer) > 15:
+        raise LabError('host name %s is too long for an interface name' % host)
+    if not link_exists('mgmt0', host):
+        if link_exists(outer):
+            ip('link', 'del', 'dev', outer)
+        ip('link', 'add', 'name', outer, 'type', 'veth', 'peer', 'name', inner)
+        ip('link', 'set', 'dev', outer, 'master', BRIDGE)
+        ip('link', 'set', 'dev', outer, 'up')
+        ip('link', 'set', 'dev', inner, 'netns', netns_name(host))
+        ipn(host, 'link', 'set', 'dev', inner, 'name', 'mgmt0')
+        ipn(host, 'addr', 'add', '%s/24' % address, 'dev', 'mgmt0')
+    ipn(host, 'link', 'set', 'dev', 'mgmt0', 'up')
+
+
+def add_fabric_link(link):
+    """One rail: fab-<peer> in the node <-> fab-<node> in the peer, MTU 9000, /30 addresses."""
+    node, peer = link['node'], link['peer']
+    if link_exists(link['node_if'], node) and link_exists(link['peer_if'], peer):
+        return
+    for host, ifname in ((node, link['node_if']), (peer, link['peer_if'])):
+        if link_exists(ifname, host):
+            ipn(host, 'link', 'del', 'dev', ifname)
+    tmp_a, tmp_b = 'nvfa%d' % link['index'], 'nvfb%d' % link['index']
+    for name in (tmp_a, tmp_b):
+        if link_exists(name):
+            ip('link', 'del', 'dev', name)
+    ip('link', 'add', 'name', tmp_a, 'type', 'veth', 'peer', 'name', tmp_b)
+    ip('link', 'set', 'dev', tmp_a, 'netns', netns_name(node))
+    ip('link', 'set', 'dev', tmp_b, 'netns', netns_name(peer))
+    for host, tmp, ifname, address in ((node, tmp_a, link['node_if'], link['node_ip']),
+                                       (peer, tmp_b, link['peer_if'], link['peer_ip'])):
+        ipn(host, 'link', 'set', 'dev', tmp, 'name', ifname)
+        ipn(host, 'link', 'set', 'dev', ifname, 'mtu', str(FABRIC_MTU))
+        ipn(host, 'addr', 'add', '%s/30' % address, 'dev', ifname)
+        ipn(host, 'link', 'set', 'dev', ifname, 'up')
+
+
+def ensure_ssh_keys():
+    """Lab client key pair and one shared ed25519 host key under /run/netval-lab/ssh."""
+    os.makedirs(SSH_DIR, mode=0o700, exist_ok=True)
+    for name in ('id_ed25519', 'ssh_host_ed25519_key'):
+        path = os.path.join(SSH_DIR, name)
+        if not os.path.exists(path):
+            run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'netval-lab-' + name, '-f', path])
+        os.chmod(path, 0o600)
+    os.makedirs('/run/sshd', mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+    return os.path.join(SSH_DIR, 'id_ed25519')
+
+
+def write_known_hosts(addresses):
+    with open(os.path.join(SSH_DIR, 'ssh_host_ed25519_key.pub'), encoding='utf-8') as handle:
+        key = ' '.join(handle.read().split()[:2])
+    with open(os.path.join(SSH_DIR, 'known_hosts'), 'w', encoding='utf-8') as handle:
+        for address in addresses:
+            handle.write('%s %s\n' % (address, key))
+
+
+def sshd_config_path(host):
+    return os.path.join(node_dir(host), 'sshd_config')
+
+
+def sshd_pidfile(host):
+    return os.path.join(node_dir(host), 'sshd.pid')
+
+
+def write_sshd_config(host, address):
+    text = '\n'.join([
+        '# netval lab sshd for %s (generated by lab/netval_lab/netns.py)' % host,
+        'ListenAddress %s' % address,
+        'Port 22',
+        'PidFile %s' % sshd_pidfile(host),
+        'HostKey %s' % os.path.join(SSH_DIR, 'ssh_host_ed25519_key'),
+        'AuthorizedKeysFile %s' % os.path.join(SSH_DIR, 'id_ed25519.pub'),
+        'PermitRootLogin prohibit-password',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'UsePAM no',
+        'StrictModes no',
+        'UseDNS no',
+        'PrintMotd no',
+        'PrintLastLog no',
+        'MaxSessions 64',
+        'MaxStartups 64:30:128',
+        'LogLevel ERROR',
+        'Subsystem sftp internal-sftp',
+        'SetEnv PATH=%s NETVAL_LAB_NODE=%s' % (SSH_PATH % host, host),
+        '',
+    ])
+    with open(sshd_config_path(host), 'w', encoding='utf-8') as handle:
+        handle.write(text)
+
+
+def read_pid(path):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def pid_alive(pid):
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        if exc.errno != errno.EPERM:
+            return False
+    try:
+        with open('/proc/%d/stat' % pid, encoding='utf-8') as handle:
+            return handle.read().rsplit(')', 1)[-1].split()[0] not in ('Z', 'X')
+    except OSError:
+        return False
+
+
+def sshd_alive(host):
+    return pid_alive(read_pid(sshd_pidfile(host)))
+
+
+def start_sshd(host):
+    """sshd in the host's netns and a fresh UTS namespace whose hostname is the host name."""
+    if sshd_alive(host):
+        return read_pid(sshd_pidfile(host))
+    log = os.path.join(node_dir(host), 'log', 'sshd.log')
+    script = 'hostname %s && exec /usr/sbin/sshd -f %s -E %s' % (host, sshd_config_path(host), log)
+    nsexec(host, ['unshare', '--uts', '--', 'sh', '-c', script], timeout=20)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        pid = read_pid(sshd_pidfile(host))
+        if pid_alive(pid):
+            return pid
+        time.sleep(0.05)
+    raise LabError('%s: sshd did not start (see %s)' % (host, log))
+
+
+def stop_sshd(host):
+    pid = read_pid(sshd_pidfile(host))
+    if pid_alive(pid):
+        kill_pids([pid])
+    try:
+        os.unlink(sshd_pidfile(host))
+    except OSError:
+        pass
+
+
+def ssh_banner(address, timeout=1.0):
+    try:
+        with socket.create_connection((address, 22), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            return sock.recv(64).decode('ascii', 'replace')
+    except OSError:
+        return ''
+
+
+def ssh_argv(address, key):
+    return ['ssh', '-i', key, '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no',
+            '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=5',
+            'root@' + address]
+
+
+def wait_for_sshd(hosts, timeout=30.0):
+    """Wait until every host's sshd answers with an SSH banner; raise naming the hosts that do not."""
+    pending = dict(hosts)  # host -> address
+    deadline = time.time() + timeout
+    while pending and time.time() < deadline:
+        for host, address in list(pending.items()):
+            if ssh_banner(address, timeout=0.5).startswith('SSH-2.0'):
+                del pending[host]
+        if pending:
+            time.sleep(0.1)
+    if pending:
+        raise LabError('sshd did not answer within %.0f s on: %s' % (
+            timeout, ', '.join('%s (%s)' % item for item in sorted(pending.items()))))
+
+
+def check_ssh_login(hosts, key, timeout=30):
+    """Log in to every host in parallel; each must answer with its own hostname.  Returns {host: problem}."""
+    procs = {}
+    for host, address in hosts.items():
+        procs[host] = subprocess.Popen(ssh_argv(address, key) + ['hostname'], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, universal_newlines=True)
+    problems = {}
+    for host, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            problems[host] = 'ssh timed out'
+            continue
+        if proc.returncode != 0 or out.strip() != host:
+            problems[host] = 'rc=%s hostname=%r %s' % (proc.returncode, out.strip(), err.strip())
+    return problems
+
+
+# --------------------------------------------------------------------------- processes
+
+def _ns_inode(path):
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _ancestors():
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            with open('/proc/%d/stat' % pid, encoding='utf-8') as handle:
+                pid = int(handle.read().rsplit(')', 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def lab_processes():
+    """PIDs of processes that belong to the lab: in a lab netns, or whose cmdline names the lab root."""
+    inodes = set()
+    for ns in lab_namespaces():
+        inode = _ns_inode(os.path.join('/run/netns', ns))
+        if inode:
+            inodes.add(inode)
+    skip = _ancestors()
+    marker = LAB_ROOT.encode()
+    found = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit() or int(name) in skip:
+            continue
+        pid = int(name)
+        try:
+            if inodes and os.stat('/proc/%d/ns/net' % pid).st_ino in inodes:
+                found.append(pid)
+                continue
+            with open('/proc/%d/cmdline' % pid, 'rb') as handle:
+                if marker in handle.read():
+                    found.append(pid)
+        except OSError:
+            continue
+    return [pid for pid in found if pid_alive(pid)]
+
+
+def kill_pids(pids, grace=2.0):
+    """SIGTERM, then SIGKILL what is left after ``grace`` seconds.  Returns the pids still alive."""
+    pids = [pid for pid in pids if pid_alive(pid)]
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            pids = [pid for pid in pids if pid_alive(pid)]
+            if not pids:
+                return []
+            time.sleep(0.05)
+    return [pid for pid in pids if pid_alive(pid)]
+
+
+def pidfiles():
+    """Every *.pid file under the lab root (sshd, flap loops, busy-port listeners, emulated servers)."""
+    found = []
+    for dirpath, _dirs, files in os.walk(LAB_ROOT):
+        for name in files:
+            if name.endswith('.pid'):
+                found.append(os.path.join(dirpath, name))
+    return found
+
+
+def spawn_detached(argv, pidfile, log_path, env=None):
+    """Start argv in its own session, stdout/stderr to log_path, pid written to pidfile."""
+    full_env = dict(os.environ)
+    full_env['PYTHONPATH'] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if env:
+        full_env.update(env)
+    with open(log_path, 'ab') as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=full_env, close_fds=True, start_new_session=True)
+    with open(pidfile, 'w', encoding='utf-8') as handle:
+        handle.write('%d\n' % proc.pid)
+    return proc.pid
+
+
+def stop_pidfile(path):
+    pid = read_pid(path)
+    if pid and pid_alive(pid):
+        kill_pids([pid])
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------------- teardown
+
+def teardown():
+    """Remove every process, namespace and link of the lab.  Safe on a half-built lab and on no lab.
+
+    Returns a list of problems (empty when everything is gone).
+    """
+    problems = []
+    # 1. Processes tracked by pid files (flap loops first so they stop touching links).
+    files = sorted(pidfiles(), key=lambda p: (not p.endswith('flap.pid'), p))
+    for path in files:
+        stop_pidfile(path)
+    # 2. Anything else in a lab namespace or naming the lab root (sessions, iperf3, emulated servers, ssh masters).
+    for _attempt in range(3):
+        pids = lab_processes()
+        if not pids:
+            break
+        left = kill_pids(pids)
+        if left:
+            problems.append('processes still alive: %s' % left)
+    # 3. Namespaces (deleting one removes the veth ends inside it, and so both ends of each veth).
+    for ns in lab_namespaces():
+        proc = run(['ip', 'netns', 'del', ns], check=False)
+        if proc.returncode != 0:
+            problems.append('ip netns del %s: %s' % (ns, proc.stderr.strip()))
+    # 4. Root-namespace leftovers: bridge ports of an interrupted build, then the bridge.
+    for name in root_links():
+        proc = run(['ip', 'link', 'del', 'dev', name], check=False)
+        if proc.returncode != 0 and link_exists(name):
+            problems.append('ip link del dev %s: %s' % (name, proc.stderr.strip()))
+    return problems
+
+
+# --------------------------------------------------------------------------- real faults
+
+def shape(host, ifname, rate):
+    nsexec(host, ['tc', 'qdisc', 'replace', 'dev', ifname, 'root', 'tbf', 'rate', rate,
+                  'burst', '256kb', 'latency', '50ms'])
+
+
+def unshape(host, ifname):
+    nsexec(host, ['tc', 'qdisc', 'del', 'dev', ifname, 'root'], check=False)
+
+
+def set_mtu(host, ifname, mtu):
+    ipn(host, 'link', 'set', 'dev', ifname, 'mtu', str(mtu))
+
+
+def set_link(host, ifname, up):
+    ipn(host, 'link', 'set', 'dev', ifname, 'up' if up else 'down')
+
+
+def start_flap(link, nic, down_s=2.0, period_s=5.0):
+    """Background loop: the node's fabric link goes down for ``down_s`` every ``period_s`` seconds."""
+    ndir = node_dir(link['node'])
+    pidfile = os.path.join(ndir, 'flap.pid')
+    if pid_alive(read_pid(pidfile)):
+        return read_pid(pidfile)
+    events = os.path.join(ndir, 'log', 'kernel.log')
+    argv = [sys.executable, '-m', 'netval_lab.netns', 'flap', link['node'], link['node_if'], events,
+            nic.get('pci_address') or '0000:00:00.0', nic.get('netdev') or link['node_if'], str(down_s), str(period_s)]
+    return spawn_detached(argv, pidfile, os.path.join(ndir, 'log', 'flap.log'))
+
+
+def log_kernel_event(path, pci, netdev, message):
+    """Append one kernel event: '<epoch seconds> mlx5_core <pci> <netdev>: <message>'."""
+    with open(path, 'a', encoding='utf-8') as handle:
+        handle.write('%.6f mlx5_core %s %s: %s\n' % (time.time(), pci, netdev, message))
+
+
+class _Stop(Exception):
+    """SIGTERM of the flap loop."""
+
+
+def flap_loop(host, ifname, events, pci, netdev, down_s, period_s):
+    def _stop(_signum, _frame):
+        raise _Stop()
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        while True:
+            set_link(host, ifname, False)
+            log_kernel_event(events, pci, netdev, 'Link down')
+            time.sleep(down_s)
+            set_link(host, ifname, True)
+            log_kernel_event(events, pci, netdev, 'Link up')
+            time.sleep(max(period_s - down_s, 0.5))
+    except _Stop:
+        pass
+    finally:
+        if not link_info(host, ifname) or not link_info(host, ifname)['admin_up']:
+            set_link(host, ifname, True)
+            log_kernel_event(events, pci, netdev, 'Link up')
+
+
+BUSY_LISTENER = r'''
+import socket, sys, time
+socks = []
+for port in sys.argv[2:]:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", int(port)))
+    s.listen(16)
+    socks.append(s)
+while True:
+    time.sleep(3600)
+'''
+
+
+def start_busy_ports(host, ports):
+    """A process in the host's netns listening on ``ports`` (what a stale perftest/iperf3 server does)."""
+    ndir = node_dir(host)
+    pidfile = os.path.join(ndir, 'busy-ports.pid')
+    if pid_alive(read_pid(pidfile)):
+        return read_pid(pidfile)
+    argv = ['ip', 'netns', 'exec', netns_name(host), sys.executable, '-c', BUSY_LISTENER, pidfile] + [str(p) for p in ports]
+    pid = spawn_detached(argv, pidfile, os.path.join(ndir, 'log', 'busy-ports.log'))
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        out = nsexec(host, ['ss', '-Htln'], check=False).stdout
+        if all(':%d ' % port in out for port in ports):
+            return pid
+        time.sleep(0.05)
+    raise LabError('%s: busy-port listener did not bind %s (see %s/log/busy-ports.log)' % (host, ports, ndir))
+
+
+def main(argv):
+    """Entry for the detached helpers: ``python -m netval_lab.netns flap ...``."""
+    if argv and argv[0] == 'flap' and len(argv) == 8:
+        flap_loop(argv[1], argv[2], argv[3], argv[4], argv[5], float(argv[6]), float(argv[7]))
+        return 0
+    sys.stderr.write('usage: python -m netval_lab.netns flap HOST IFNAME EVENTS PCI NETDEV DOWN_S PERIOD_S\n')
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

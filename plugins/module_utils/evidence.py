@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Write evidence and reports so that nothing is lost: atomically, never over an existing bundle.
+
+A bundle is built in a hidden sibling folder and renamed into place in one
+step; if the final folder already exists the write is refused.  The manifest
+is in ``sha256sum`` format so ``sha256sum -c MANIFEST.sha256`` verifies it
+from inside the folder.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+
+MANIFEST = 'MANIFEST.sha256'
+_SAFE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._@+-]*$')
+
+
+class EvidenceError(Exception):
+    """The bundle could not be written; the message says where and why."""
+
+
+def safe_relpath(name):
+    """A relative path made of safe components (no '..', no absolute paths)."""
+    parts = [p for p in str(name).split('/') if p]
+    if not parts or any(not _SAFE_NAME.match(p) for p in parts):
+        raise EvidenceError('unsafe evidence file name %r' % (name,))
+    return os.path.join(*parts)
+
+
+def sha256_file(path):
+    digest = hashlib.sha256()
+    with open(path, 'rb') as handle:
+        for block in iter(lambda: handle.read(1024 * 1024), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(folder):
+    """Write MANIFEST.sha256 for every file under ``folder`` (sorted, relative paths).  Returns the entries."""
+    entries = []
+    for base, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(base, name)
+            rel = os.path.relpath(path, folder)
+            if rel == MANIFEST:
+                continue
+            entries.append((sha256_file(path), rel))
+    with open(os.path.join(folder, MANIFEST), 'w') as handle:
+        for digest, rel in entries:
+            handle.write('%s  %s\n' % (digest, rel))
+    return entries
+
+
+def verify_manifest(folder):
+    """Return the list of relative paths whose checksum does not match (empty when all verify)."""
+    bad = []
+    with open(os.path.join(folder, MANIFEST), 'r') as handle:
+        for line in handle:
+            line = line.rstrip('\n')
+            if not line:
+                continue
+            digest, rel = line.split('  ', 1)
+            path = os.path.join(folder, rel)
+            if not os.path.isfile(path) or sha256_file(path) != digest:
+                bad.append(rel)
+    return bad
+
+
+def build_bundle(final_dir, files):
+    """Create ``final_dir`` holding ``files`` ({relpath: text or bytes}) and a manifest, atomically.
+
+    Refuses to replace an existing folder.  Returns the manifest entries.
+    """
+    if os.path.exists(final_dir):
+        raise EvidenceError('%s already exists; evidence is never overwritten' % final_dir)
+    parent = os.path.dirname(final_dir.rstrip('/'))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix='.%s.' % os.path.basename(final_dir), dir=parent)
+    try:
+        for rel, content in sorted(files.items()):
+            path = os.path.join(staging, safe_relpath(rel))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            data = content if isinstance(content, bytes) else (content or '').encode('utf-8')
+            with open(path, 'wb') as handle:
+                handle.write(data)
+        entries = write_manifest(staging)
+        os.chmod(staging, 0o755)
+        if os.path.exists(final_dir):
+            raise EvidenceError('%s appeared while writing; evidence is never overwritten' % final_dir)
+        os.rename(staging, final_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return entries
+
+
+def tar_folder(folder, tarball):
+    """Tar the contents of ``folder`` (flat, no top directory) into ``tarball`` atomically; refuses to overwrite."""
+    if os.path.exists(tarball):
+        raise EvidenceError('%s already exists; evidence is never overwritten' % tarball)
+    handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(tarball), dir=os.path.dirname(tarball))
+    os.close(handle)
+    try:
+        with tarfile.open(tmp, 'w:gz') as archive:
+            for name in sorted(os.listdir(folder)):
+                archive.add(os.path.join(folder, name), arcname=name)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, tarball)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return sha256_file(tarball)
+
+
+def replace_symlink(link, target):
+    """Point ``link`` at ``target`` atomically (rename over the old link)."""
+    tmp = '%s.tmp-%d' % (link, os.getpid())
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    os.symlink(target, tmp)
+    os.rename(tmp, link)
+
+
+def _evidence_name(text):
+    return re.sub(r'[^A-Za-z0-9._@+-]+', '_', str(text)).strip('_') or 'item'
+
+
+def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
+    """What the evidence bundle of one node holds beyond the fixed checklist.
+
+    Returns {commands: [...per-netdev ethtool, per-device flint, mlxlink for
+    marginal/rejected NICs...], files: {relpath: content}, paths: [...]}.
+    """
+    node_result = node_result or {}
+    facts = facts or {}
+    rdma = facts.get('rdma') or {}
+    devices = rdma.get('devices') or {}
+    commands = []
+    netdevs = []
+    for port in rdma.get('live_ports') or []:
+        if port.get('netdev') and port['netdev'] not in netdevs:
+            netdevs.append(port['netdev'])
+    for netdev in netdevs:
+        name = _evidence_name(netdev)
+        for flag, suffix in ((None, 'link'), ('-i', 'driver'), ('-g', 'ring'), ('-l', 'channels'), ('-k', 'features'),
+                             ('-a', 'pause'), ('-S', 'counters')):
+            argv = ['ethtool'] + ([flag] if flag else []) + [netdev]
+            commands.append({'name': 'ethtool.%s.%s.txt' % (name, suffix), 'argv': argv})
+    bad = set()
+    for test in node_result.get('tests') or []:
+        if test.get('status') in ('marginal', 'reject') and test.get('kind') in ('perftest_bw', 'perftest_lat'):
+            bad.add(test.get('subject'))
+    for device in sorted(devices):
+        pci = devices[device].get('pci_address')
+        if not pci:
+            continue
+        commands.append({'name': 'flint.%s.txt' % _evidence_name(device), 'argv': ['flint', '-d', pci, 'q']})
+        commands.append({'name': 'mlxconfig.%s.txt' % _evidence_name(device), 'argv': ['mlxconfig', '-d', pci, 'q']})
+        commands.append({'name': 'lspci-vvv.%s.txt' % _evidence_name(device), 'argv': ['lspci', '-vvv', '-s', pci]})
+        if device in bad:
+            # A slow NIC gets its link's BER and cable facts, for the letter.
+            commands.append({'name': 'mlxlink.%s.txt' % _evidence_name(device), 'argv': ['mlxlink', '-d', pci, '-c', '-e']})
+    files = {
+        'results.json': json.dumps(node_result, indent=2, sort_keys=True, default=str),
+        'thresholds.json': json.dumps(profile or {}, indent=2, sort_keys=True, default=str),
+        'preflight.json': json.dumps(facts, indent=2, sort_keys=True, default=str),
+    }
+    for test in node_result.get('tests') or []:
+        raw = test.get('raw')
+        if raw:
+            files['tests/%s.txt' % _evidence_name(test.get('id'))] = ('$ %s\n' % test['cmd'] if test.get('cmd') else '') + raw
+    mapped = []
+    for path in paths or []:
+        if procfs_root and path.startswith('/proc/'):
+            path = os.path.join(procfs_root, path[len('/proc/'):])
+        mapped.append(path)
+    return {'commands': commands, 'files': files, 'paths': mapped}

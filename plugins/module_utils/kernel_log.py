@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parser for the kernel log as ``dmesg`` (with or without ``--ctime``),
+``journalctl -k`` (default or ``-o short-iso``) and syslog/logread lines
+print it.  Picks out what decides a GPU/RDMA node's health: NVIDIA Xid and
+NVSwitch SXid events, GPUs fallen off the bus, thermal throttling, NIC link
+and cable-module events, PCIe AER errors and PCIe link changes.
+
+Pure function; no Ansible import.  Lines are matched anywhere after their
+prefix, so the timestamp and host format do not matter.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import require_text
+
+_BDF = r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+
+_TIME_PATTERNS = (
+    # journalctl -o short-iso: 2025-01-17T17:10:43+0000 host kernel: ...
+    re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?)\s+\S+\s+kernel:\s?'),
+    # dmesg --ctime: [Sun Feb 23 16:24:18 2025] ...
+    re.compile(r'^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?'),
+    # OpenWrt logread: Sun Jun 11 23:02:41 2023 kern.info kernel: [uptime] ...
+    re.compile(r'^([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}) kern\.\w+ kernel:\s?'),
+    # journalctl short / syslog: Feb 14 05:03:41 host kernel: ... (month may be localised)
+    re.compile(r'^(\S+\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+\S+\s+kernel:\s?'),
+    # plain dmesg: [ 1843.308145] ...
+    re.compile(r'^\[\s*(\d+\.\d+)\]\s?'),
+)
+_UPTIME = re.compile(r'^\[\s*(\d+\.\d+)\]\s?')
+
+_XID = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d+),\s*(.*)$')
+_SXID = re.compile(r'(nvidia-nvswitch\d*): SXid \((?:PCI:)?(' + _BDF + r')\): (\d+),\s*(.*)$')
+_FALLEN_ONE = re.compile(r'NVRM: GPU (?:at )?(?:PCI:)?(' + _BDF + r'|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}):? (?:GPU )?has fallen off the bus')
+_FALLEN_START = re.compile(r'NVRM: The NVIDIA GPU (' + _BDF + r')\s*$')
+_THERMAL = re.compile(r'(temperature above threshold|clock throttled|critical temperature|thermal (?:event|shutdown|trip)'
+                      r'|temperature is over|Thermal Slowdown|overheat)', re.IGNORECASE)
+_NETDEV_LINK = re.compile(r'(\S+) (' + _BDF + r') (\S+): (?:NIC )?Link (?:is )?(up|down)\b(.*)$', re.IGNORECASE)
+_IB_PORT = re.compile(r'(\S+) (' + _BDF + r') (\S+): Port: (\d+) Link (\w+)')
+_MODULE = re.compile(r'(\S+) (' + _BDF + r')(?: (\S+))?: Port module event(\[error\])?: module (\d+), (.*)$')
+_AER_RECEIVED = re.compile(r'(' + _BDF + r'): AER: (Multiple )?(Corrected|Correctable|Uncorrected|Uncorrectable)'
+                           r'(?: \((Non-Fatal|Fatal)\))? error (?:message )?received(?: from)?:? (\S+)')
+_AER_DETAIL = re.compile(r'(\S+) (' + _BDF + r'): (?:AER: )?PCIe Bus Error: severity=([^,]+), type=([^,]+)(?:, (?:id=\w+)?\(?([^)]*)\)?)?')
+_AER_BIT = re.compile(r'(' + _BDF + r'):(?: AER:)?\s+\[\s*(\d+)\]\s+(\S+)')
+_BANDWIDTH = re.compile(r'(' + _BDF + r'): ([\d.]+) Gb/s available PCIe bandwidth'
+                        r'(?: \(([\d.]+ GT/s PCIe x\d+) link\))?'
+                        r'(?:, limited by ([\d.]+ GT/s PCIe x\d+) link at (' + _BDF + r') \(capable of ([\d.]+) Gb/s with ([\d.]+ GT/s PCIe x\d+) link\))?')
+_HOTPLUG = re.compile(r'(' + _BDF + r')(?::\S+)?: (?:pciehp: )?(?:Slot\((\S+)\): |slot\((\S+)\): )?Link (Down|Up)(?: event)?\b')
+_SPEED_CHANGE = re.compile(r'(' + _BDF + r'): (?:PCIe )?(?:link|Link) (?:speed|width) (?:changed|degraded|reduced)(.*)$')
+
+
+def _bus(raw):
+    """'0000:3b:00' or '00000000:3B:00.0' -> '0000:3b:00.0'."""
+    parts = raw.lower().split(':')
+    domain = '%04x' % int(parts[0], 16) if len(parts) == 3 else '0000'
+    bus, devfn = parts[-2], parts[-1]
+    if '.' not in devfn:
+        devfn += '.0'
+    return '%s:%s:%s' % (domain, bus, devfn)
+
+
+def _severity(raw, fatality=None):
+    text = raw.strip()
+    if fatality == 'Fatal' or text.endswith('(Fatal)') or text == 'Fatal':
+        return 'Fatal'
+    if text.startswith('Correct'):
+        return 'Corrected'
+    if text.startswith('Uncorrect'):
+        return 'Uncorrected'
+    return text
+
+
+def _split(line):
+    """(time or None, message) for one log line."""
+    for pattern in _TIME_PATTERNS:
+        match = pattern.match(line)
+        if match:
+            message = line[match.end():]
+            uptime = _UPTIME.match(message)
+            if uptime:
+                message = message[uptime.end():]
+            return match.group(1), message
+    return None, line.strip()
+
+
+def parse_kernel_log(text):
+    """Kernel log text -> {xid, sxid, fallen_off_bus, thermal, link_events, aer, pcie_link_changes, line_count}.
+
+    Every entry carries ``line`` (the original text) and ``time`` (the line's
+    own timestamp as printed, or None).  Any text is a valid log; an empty
+    log gives empty lists - a caller that could not read the log at all
+    must report that as unknown, not as zero events.
+    """
+    text = require_text('kernel log', text)
+    result = {'xid': [], 'sxid': [], 'fallen_off_bus': [], 'thermal': [], 'link_events': [], 'aer': [],
+              'pcie_link_changes': [], 'line_count': 0}
+    pending_fallen = None
+    fallen_seen = set()
+    last_detail = {}
+    for raw_line in text.splitlines():
+        line = raw_line.rstrip()
+        if not line.strip():
+            continue
+        result['line_count'] += 1
+        when, message = _split(line)
+        entry = {'time': when, 'line': line}
+
+        if pending_fallen and 'fallen off the bus' in message:
+            if pending_fallen[0] not in fallen_seen:
+                fallen_seen.add(pending_fallen[0])
+                result['fallen_off_bus'].append({'bus_id': pending_fallen[0], 'time': pending_fallen[1], 'line': pending_fallen[2]})
+            pending_fallen = None
+        start = _FALLEN_START.search(message)
+        if start:
+            pending_fallen = (_bus(start.group(1)), when, line)
+            continue
+
+        match = _XID.search(message)
+        if match:
+            rest = match.group(3)
+            pid = re.search(r"pid=(?:'?<unknown>'?|(\d+))", rest)
+            name = re.search(r'name=([^,]+),', rest)
+            detail = re.sub(r"^(?:pid=[^,]*,\s*)?(?:name=[^,]*,\s*)?", '', rest)
+            entry.update({'code': int(match.group(2)), 'bus_id': _bus(match.group(1)),
+                          'pid': int(pid.group(1)) if pid and pid.group(1) else None,
+                          'process': name.group(1).strip() if name and name.group(1).strip() != '<unknown>' else None,
+                          'message': detail.strip()})
+            result['xid'].append(entry)
+            if entry['code'] == 79 and entry['bus_id'] not in fallen_seen:
+                fallen_seen.add(entry['bus_id'])
+                result['fallen_off_bus'].append({'bus_id': entry['bus_id'], 'time': when, 'line': line})
+            continue
+        match = _SXID.search(message)
+        if match:
+            entry.update({'switch': match.group(1), 'bus_id': _bus(match.group(2)), 'code': int(match.group(3)),
+                          'message': match.group(4).strip()})
+            result['sxid'].append(entry)
+            continue
+        match = _FALLEN_ONE.search(message)
+        if match:
+            bus = _bus(match.group(1))
+            if bus not in fallen_seen:
+                fallen_seen.add(bus)
+                result['fallen_off_bus'].append({'bus_id': bus, 'time': when, 'line': line})
+            continue
+
+        match = _IB_PORT.search(message)
+        if match:
+            state = match.group(5).upper()
+            event = {'ACTIVE': 'up', 'DOWN': 'down'}.get(state, state.lower())
+            entry.update({'driver': match.group(1), 'device': _bus(match.group(2)), 'netdev': None, 'ibdev': match.group(3),
+                          'port': int(match.group(4)), 'event': event, 'state': state, 'message': message.strip()})
+            result['link_events'].append(entry)
+            continue
+        match = _MODULE.search(message)
+        if match:
+            status = match.group(6).strip()
+            lowered = status.lower()
+            if match.group(4) or 'error' in lowered:
+                event = 'cable_error'
+            elif 'unplugged' in lowered:
+                event = 'module_unplugged'
+            elif 'plugged' in lowered:
+                event = 'module_plugged'
+            else:
+                event = 'module_event'
+            entry.update({'driver': match.group(1), 'device': _bus(match.group(2)), 'netdev': match.group(3), 'ibdev': None,
+                          'port': None, 'module': int(match.group(5)), 'event': event, 'state': status, 'message': message.strip()})
+            result['link_events'].append(entry)
+            continue
+        match = _NETDEV_LINK.search(message)
+        if match:
+            entry.update({'driver': match.group(1), 'device': _bus(match.group(2)), 'netdev': match.group(3), 'ibdev': None,
+                          'port': None, 'event': match.group(4).lower(), 'state': match.group(5).strip(' -,') or None,
+                          'message': message.strip()})
+            result['link_events'].append(entry)
+            continue
+
+        match = _AER_RECEIVED.search(message)
+        if match:
+            source = match.group(5)
+            entry.update({'kind': 'received', 'reported_by': _bus(match.group(1)),
+                          'bdf': _bus(source) if re.match('^' + _BDF + '$', source) else None,
+                          'source_id': None if re.match('^' + _BDF + '$', source) else source,
+                          'severity': _severity(match.group(3), match.group(4)), 'multiple': bool(match.group(2)),
+                          'type': None, 'agent': None, 'errors': []})
+            result['aer'].append(entry)
+            continue
+        match = _AER_DETAIL.search(message)
+        if match:
+            bdf = _bus(match.group(2))
+            entry.update({'kind': 'detail', 'reported_by': bdf, 'bdf': bdf, 'source_id': None, 'driver': match.group(1),
+                          'severity': _severity(match.group(3)), 'multiple': False, 'type': match.group(4).strip(),
+                          'agent': (match.group(5) or '').strip() or None, 'errors': []})
+            result['aer'].append(entry)
+            last_detail[bdf] = entry
+            continue
+        match = _AER_BIT.search(message)
+        if match and _bus(match.group(1)) in last_detail:
+            last_detail[_bus(match.group(1))]['errors'].append(match.group(3))
+            continue
+
+        match = _BANDWIDTH.search(message)
+        if match:
+            entry.update({'device': _bus(match.group(1)), 'event': 'limited' if match.group(4) else 'bandwidth',
+                          'available_gbps': float(match.group(2)), 'link': match.group(3) or match.group(4),
+                          'limited_at': _bus(match.group(5)) if match.group(5) else None,
+                          'capable_gbps': float(match.group(6)) if match.group(6) else None, 'capable_link': match.group(7)})
+            result['pcie_link_changes'].append(entry)
+            continue
+        match = _HOTPLUG.search(message)
+        if match and ('pciehp' in message or 'Slot(' in message or 'slot(' in message):
+            entry.update({'device': _bus(match.group(1)), 'event': 'link_' + match.group(4).lower(),
+                          'slot': match.group(2) or match.group(3)})
+            result['pcie_link_changes'].append(entry)
+            continue
+        match = _SPEED_CHANGE.search(message)
+        if match:
+            entry.update({'device': _bus(match.group(1)), 'event': 'changed', 'detail': match.group(2).strip()})
+            result['pcie_link_changes'].append(entry)
+            continue
+
+        if _THERMAL.search(message):
+            device = re.search(r'(' + _BDF + r')', message)
+            entry.update({'device': _bus(device.group(1)) if device else None, 'message': message.strip()})
+            result['thermal'].append(entry)
+    # A 'The NVIDIA GPU <bdf>' start whose continuation was cut off is left unreported: unknown, not fallen.
+    return result
+
+
+def summarize_xid(events):
+    """{bus_id: {code (as a string): count}} for a list of xid entries."""
+    summary = {}
+    for event in events or []:
+        codes = summary.setdefault(event.get('bus_id'), {})
+        code = str(event.get('code'))
+        codes[code] = codes.get(code, 0) + 1
+    return summary

@@ -1,0 +1,259 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Compare a node's inventory facts with its tier profile: the preflight findings.
+
+Input is what the info modules returned (rdma_info, pcie_info, nic_info,
+mlx_fw_info, gpu_info, host_tuning_info); expectations come from the
+profile.  Each finding is {check, subject, status: ok|marginal|reject,
+expected, actual, detail, blocking}.  A blocking finding means throughput
+numbers from this node would be meaningless (GPUs gone, ports down, RDMA
+modules missing): the tier tests are skipped and the node still gets a
+verdict and evidence.  No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+OK = 'ok'
+MARGINAL = 'marginal'
+REJECT = 'reject'
+
+# Xid codes that mean the GPU or its link is broken (NVIDIA's Xid catalogue):
+# 48 DBE, 63/64 row remapping events, 74 NVLink, 79 fell off the bus, 92/94/95 ECC.
+FATAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
+# Modules without which RDMA tests cannot run at all.
+RDMA_CORE_MODULES = ('mlx5_core', 'mlx5_ib', 'ib_uverbs', 'ib_core')
+ACTIVE = ('ACTIVE', 'Active', '4: ACTIVE')
+
+
+def finding(check, subject, status, expected, actual, detail, blocking=False, verbatim=None):
+    return {'check': check, 'subject': subject, 'status': status, 'expected': expected, 'actual': actual,
+            'detail': detail, 'blocking': bool(blocking and status == REJECT), 'verbatim': verbatim or []}
+
+
+def _ports(rdma):
+    for device, info in sorted(((rdma or {}).get('devices') or {}).items()):
+        for port, pinfo in sorted((info.get('ports') or {}).items(), key=lambda kv: str(kv[0])):
+            yield device, port, info, pinfo
+
+
+def _state_active(pinfo):
+    state = str(pinfo.get('state') or '')
+    return pinfo.get('state_code') == 4 or state.upper().endswith('ACTIVE')
+
+
+def check_gpus(gpu, profile):
+    findings = []
+    expected = (profile.get('gpus') or {}).get('count')
+    if gpu is None:
+        return findings
+    count = gpu.get('gpu_count')
+    if expected:
+        if count is None or count < expected:
+            findings.append(finding('gpu_count', 'gpus', REJECT, expected, count,
+                                    '%s of %s GPUs visible to nvidia-smi' % (count or 0, expected), blocking=True))
+        else:
+            findings.append(finding('gpu_count', 'gpus', OK, expected, count, '%s GPUs visible' % count))
+    for event in gpu.get('xid_events') or []:
+        code = event.get('code')
+        status = REJECT if code in FATAL_XIDS else MARGINAL
+        findings.append(finding('gpu_xid', event.get('bus_id') or 'gpu', status, 'no Xid errors', 'Xid %s' % code,
+                                'kernel log: %s' % (event.get('line') or event.get('message') or 'Xid %s' % code).strip(),
+                                blocking=True, verbatim=[event.get('line')] if event.get('line') else None))
+    for entry in gpu.get('gpus') or []:
+        ecc = entry.get('ecc_errors') or {}
+        uncorrectable = 0
+        for scope in ('volatile', 'aggregate'):
+            for key, value in (ecc.get(scope) or {}).items():
+                if 'uncorrectable' in key or 'double' in key:
+                    uncorrectable += value or 0
+        remap = entry.get('remapped_rows') or {}
+        if uncorrectable or remap.get('pending') or remap.get('failure'):
+            findings.append(finding('gpu_ecc', entry.get('bus_id') or str(entry.get('index')), REJECT, 'no uncorrectable ECC errors',
+                                    '%s uncorrectable' % uncorrectable,
+                                    'GPU %s: %s uncorrectable ECC errors, remapping pending=%s failure=%s'
+                                    % (entry.get('bus_id'), uncorrectable, remap.get('pending'), remap.get('failure'))))
+    return findings
+
+
+def check_ports(rdma, profile, live_only=False):
+    findings = []
+    nics = profile.get('nics') or {}
+    rate = nics.get('rate_gbps')
+    layer = nics.get('link_layer') or 'any'
+    active = 0
+    for device, port, _info, pinfo in _ports(rdma):
+        subject = '%s/%s' % (device, port)
+        if not _state_active(pinfo):
+            if not live_only:
+                findings.append(finding('port_state', device, REJECT, 'Active', pinfo.get('state'),
+                                        '%s port %s is %s (%s), expected Active' % (device, port, pinfo.get('state'), pinfo.get('phys_state')),
+                                        blocking=True))
+            continue
+        active += 1
+        if rate and pinfo.get('rate_gbps') is not None and float(pinfo['rate_gbps']) < float(rate):
+            findings.append(finding('port_rate', device, REJECT, '%s Gb/s' % rate, '%s Gb/s' % pinfo['rate_gbps'],
+                                    '%s port %s runs at %s Gb/s, expected %s' % (device, port, pinfo['rate_gbps'], rate)))
+        elif layer != 'any' and pinfo.get('link_layer') and pinfo['link_layer'] != layer:
+            findings.append(finding('port_rate', device, MARGINAL, layer, pinfo['link_layer'],
+                                    '%s port %s link layer %s, expected %s' % (device, port, pinfo['link_layer'], layer)))
+        else:
+            findings.append(finding('port_state', subject, OK, 'Active', pinfo.get('state'), '%s Active at %s Gb/s' % (subject, pinfo.get('rate_gbps'))))
+    expected = nics.get('count')
+    if expected and active < expected:
+        findings.append(finding('nic_count', 'nics', REJECT, expected, active, '%s of %s RDMA ports Active' % (active, expected), blocking=True))
+    return findings
+
+
+def _pcie_ok(link, alternatives):
+    for alt in alternatives:
+        if (link.get('speed') or 0) >= alt.get('speed_gts', 0) and (link.get('width') or 0) >= alt.get('width', 0):
+            return True
+    return False
+
+
+def check_pcie(pcie, profile):
+    findings = []
+    alternatives = (profile.get('pcie') or {}).get('nic') or []
+    for device in (pcie or {}).get('devices') or []:
+        if device.get('kind') != 'nic':
+            continue
+        link = device.get('link') or {}
+        assessment = device.get('assessment') or {}
+        current = {'speed': link.get('current_speed_gts'), 'width': link.get('current_width')}
+        label = device.get('rdma_device') or device.get('bdf')
+        actual = 'LnkSta %sGT/s x%s, LnkCap %sGT/s x%s' % (_g(link.get('current_speed_gts')), link.get('current_width'),
+                                                           _g(link.get('max_speed_gts')), link.get('max_width'))
+        expected = ' or '.join('%sGT/s x%s' % (_g(a['speed_gts']), a['width']) for a in alternatives) or 'its capability'
+        status = assessment.get('status')
+        if status == 'degraded':
+            findings.append(finding('pcie_link', label, REJECT, expected, actual,
+                                    'NIC %s at %s: %s (%s)' % (label, device.get('bdf'), actual, assessment.get('reason', 'link below capability')),
+                                    verbatim=device.get('lspci_lines')))
+        elif status == 'slot_limited':
+            findings.append(finding('pcie_link', label, REJECT if alternatives and not _pcie_ok(current, alternatives) else MARGINAL,
+                                    expected, actual, 'NIC %s at %s: slot limit, not a faulty NIC: %s' % (label, device.get('bdf'), assessment.get('reason')),
+                                    verbatim=device.get('lspci_lines')))
+        elif alternatives and current['speed'] is not None and not _pcie_ok(current, alternatives):
+            findings.append(finding('pcie_link', label, REJECT, expected, actual,
+                                    'NIC %s at %s runs %s, the contract needs %s' % (label, device.get('bdf'), actual, expected),
+                                    verbatim=device.get('lspci_lines')))
+        else:
+            findings.append(finding('pcie_link', label, OK, expected, actual, '%s %s' % (label, actual)))
+    return findings
+
+
+def _g(value):
+    if value is None:
+        return '?'
+    value = float(value)
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def check_host(host, profile):
+    findings = []
+    if host is None:
+        return findings
+    spec = profile.get('host') or {}
+    tokens = set((host.get('cmdline') or {}).get('tokens') or [])
+    for token in spec.get('cmdline_tokens') or []:
+        present = token in tokens
+        findings.append(finding('cmdline', token, OK if present else MARGINAL, token, 'present' if present else 'missing',
+                                'kernel cmdline %s %s' % ('has' if present else 'lacks', token)))
+    want = spec.get('hugepages_total')
+    have = (host.get('hugepages') or {}).get('total')
+    if want:
+        status = OK if (have or 0) >= want else MARGINAL
+        findings.append(finding('hugepages', 'hugepages', status, want, have, 'HugePages_Total %s, expected %s' % (have, want)))
+    modules = host.get('modules') or {}
+    if modules:
+        for name in spec.get('modules') or []:
+            if name not in modules:
+                blocking = name in RDMA_CORE_MODULES
+                findings.append(finding('modules', name, REJECT if blocking else MARGINAL, 'loaded', 'missing',
+                                        'kernel module %s is not loaded' % name, blocking=blocking))
+    governor = spec.get('governor')
+    actual = (host.get('cpu_governor') or {}).get('uniform')
+    counts = (host.get('cpu_governor') or {}).get('counts') or {}
+    if governor and counts:
+        status = OK if actual == governor else MARGINAL
+        findings.append(finding('governor', 'cpu', status, governor, actual or counts,
+                                'CPU governor %s, expected %s' % (actual or ', '.join('%s x%s' % kv for kv in sorted(counts.items())), governor)))
+    if host.get('no_turbo') is True:
+        findings.append(finding('no_turbo', 'cpu', MARGINAL, 'turbo on', 'no_turbo=1', 'intel_pstate/no_turbo is 1 (turbo off)'))
+    memlock = spec.get('memlock')
+    soft = (host.get('memlock') or {}).get('soft')
+    if memlock == 'unlimited' and soft is not None:
+        status = OK if soft == 'unlimited' else MARGINAL
+        findings.append(finding('memlock', 'memlock', status, 'unlimited', soft, 'memlock limit %s, expected unlimited' % soft))
+    return findings
+
+
+def check_nic_tuning(nic, firmware, profile):
+    findings = []
+    spec = profile.get('nic_tuning') or {}
+    for netdev, info in sorted(((nic or {}).get('nics') or {}).items()):
+        ring = ((info.get('ring') or {}).get('current') or {}).get('rx')
+        if spec.get('rx_ring_min') and ring is not None:
+            status = OK if ring >= spec['rx_ring_min'] else MARGINAL
+            findings.append(finding('rx_ring', netdev, status, '>= %s' % spec['rx_ring_min'], ring, '%s RX ring %s' % (netdev, ring)))
+        channels = ((info.get('channels') or {}).get('current') or {}).get('combined')
+        if spec.get('channels_min') and channels is not None:
+            status = OK if channels >= spec['channels_min'] else MARGINAL
+            findings.append(finding('channels', netdev, status, '>= %s' % spec['channels_min'], channels, '%s combined channels %s' % (netdev, channels)))
+    for device, info in sorted(((firmware or {}).get('devices') or {}).items()):
+        cqe = info.get('cqe_compression') or {}
+        if spec.get('cqe_compression') and cqe:
+            status = OK if cqe.get('enabled') else MARGINAL
+            findings.append(finding('cqe_compression', device, status, 'enabled', cqe.get('value'), '%s CQE_COMPRESSION %s' % (device, cqe.get('value'))))
+        wanted = (profile.get('firmware') or {}).get('version')
+        have = (info.get('firmware') or {}).get('fw_version')
+        if wanted and have:
+            findings.append(finding('firmware', device, OK if have == wanted else MARGINAL, wanted, have, '%s firmware %s' % (device, have)))
+    return findings
+
+
+# The key each module's result must carry to be usable.
+DATA_KEYS = {'rdma': 'devices', 'pcie': 'devices', 'nic': 'nics', 'firmware': 'devices', 'gpu': 'gpu_count', 'host': 'cmdline'}
+
+
+def usable_facts(facts):
+    """Split module results into usable ones and 'tool' findings for the ones that failed.
+
+    Roles register these results with ``failed_when: false`` so one missing tool
+    does not stop preflight; a result without its data key is a failure whose
+    ``msg`` says why, and it becomes an unknown finding instead of a silent gap.
+    """
+    usable = {}
+    findings = []
+    for key, data_key in DATA_KEYS.items():
+        result = (facts or {}).get(key)
+        if not isinstance(result, dict):
+            usable[key] = None
+            continue
+        if data_key in result:
+            usable[key] = result
+            continue
+        usable[key] = None
+        if result.get('skipped'):
+            continue
+        findings.append(finding('tool', key, 'unknown', 'tool output', 'unavailable',
+                                result.get('msg') or '%s facts unavailable' % key))
+    return usable, findings
+
+
+def preflight_findings(facts, profile):
+    """All findings for one node.  ``facts`` maps rdma/pcie/nic/firmware/gpu/host to module results (or None)."""
+    live_only = bool((profile.get('nics') or {}).get('live_only'))
+    facts, findings = usable_facts(facts)
+    findings += check_gpus(facts.get('gpu'), profile)
+    findings += check_ports(facts.get('rdma'), profile, live_only)
+    findings += check_pcie(facts.get('pcie'), profile)
+    findings += check_host(facts.get('host'), profile)
+    findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile)
+    return findings
+
+
+def blocking(findings):
+    return [f for f in findings if f.get('blocking')]

@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render a validation run for people and for CI: the vendor letter, the
+per-node Markdown summary, the run's summary table and JUnit XML.
+
+Pure functions over the node result dicts that the verdict role builds; no
+Ansible import.  Nothing here computes or rounds a measurement for the
+letter: measured lines are pasted verbatim from the tools' raw output.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from xml.sax.saxutils import escape, quoteattr
+
+BUCKET_WORDS = {
+    'A': 'A (accept)',
+    'B': 'B (investigate)',
+    'C': 'C (return to provider)',
+}
+
+
+def _identity_phrase(node):
+    identity = node.get('identity') or {}
+    parts = []
+    for key, label in (('rack', 'rack'), ('asset_tag', 'asset tag'), ('serial', 'serial')):
+        if identity.get(key):
+            parts.append('%s %s' % (label, identity[key]))
+    if parts:
+        return '%s (%s)' % (node['node'], ', '.join(parts))
+    return node['node']
+
+
+def _measured_lines(node):
+    lines = []
+    for test in node.get('tests', []):
+        if test.get('status') not in ('marginal', 'reject'):
+            continue
+        verbatim = test.get('verbatim') or []
+        if test.get('cmd'):
+            lines.append('$ %s' % test['cmd'])
+        if verbatim:
+            lines.extend(verbatim)
+        elif test.get('as_printed'):
+            lines.append(test['as_printed'])
+        elif test.get('error'):
+            lines.append(test['error'])
+        lines.append('')
+    return lines
+
+
+def _healthy_lines(node):
+    lines = []
+    for test in node.get('tests', []):
+        if test.get('status') == 'healthy' and test.get('metric') and test.get('as_printed'):
+            lines.append('%s: %s' % (test.get('label') or test.get('id'), test['as_printed']))
+    return lines
+
+
+def vendor_letter(node, sender=None):
+    """A plain-prose draft for the provider about a bucket C node (no markdown headers)."""
+    sender = sender or {}
+    tier = node.get('tier_description') or node.get('tier') or 'the contracted'
+    paragraphs = ['Hi,']
+    paragraphs.append(
+        "We've validated node %s against the %s tier acceptance criteria as part of new-node delivery. "
+        "Some measurements are below contract, so we cannot accept the node yet." % (_identity_phrase(node), tier))
+    contract = node.get('contract_text')
+    expected = [t for t in node.get('tests', []) if t.get('expected') and t.get('status') in ('marginal', 'reject')]
+    expectation = ''
+    if contract:
+        expectation = 'The contract specifies %s.' % contract.rstrip('.')
+    if expected:
+        seen = []
+        for test in expected:
+            phrase = '%s %s' % (test.get('label') or test.get('metric'), test['expected'])
+            if phrase not in seen:
+                seen.append(phrase)
+        expectation += (' ' if expectation else '') + 'We expected %s, measured against a known-good peer (%s).' % (
+            '; '.join(seen), node.get('peer') or 'unknown peer')
+    if expectation:
+        paragraphs.append(expectation)
+    measured = _measured_lines(node)
+    if measured:
+        paragraphs.append('Measured results (pasted from the tools\' output):\n\n' + '\n'.join(measured).rstrip())
+    differences = [f for f in node.get('findings', []) if f.get('status') in ('marginal', 'reject')]
+    if differences:
+        diff_lines = []
+        for finding in differences:
+            diff_lines.append('%s: %s' % (finding.get('subject') or finding.get('check'), finding.get('detail')))
+            for raw in finding.get('verbatim') or []:
+                diff_lines.append(raw)
+        paragraphs.append('What differs from the specification:\n\n' + '\n'.join(diff_lines))
+    healthy = _healthy_lines(node)
+    if healthy:
+        paragraphs.append('For comparison, these passed on the same node and peer:\n\n' + '\n'.join(healthy))
+    causes = node.get('causes') or []
+    if causes:
+        paragraphs.append('Our reading of the pattern: %s' % ' '.join(
+            (c['detail'] if isinstance(c, dict) else str(c)).rstrip('.') + '.' for c in causes))
+    ruled_out = node.get('ruled_out') or []
+    if ruled_out:
+        paragraphs.append('Already ruled out on our side: %s.' % '; '.join(r.rstrip('.') for r in ruled_out))
+    else:
+        paragraphs.append('We have not yet reseated cards or swapped cables on this node.')
+    subjects = []
+    for cause in causes:
+        if isinstance(cause, dict):
+            subjects.extend(s for s in cause.get('subjects', []) if s and s not in subjects)
+    ask = node.get('ask') or (
+        'Could you confirm whether the platform delivers the contracted configuration%s, and repair or replace '
+        'what does not? We have left the node in this state so you can run your own diagnostics.'
+        % ((' on %s' % ', '.join(subjects)) if subjects else ''))
+    paragraphs.append(ask)
+    paragraphs.append('Once the node meets the specification we will re-validate it end to end before it joins '
+                      'the production pool. Until then it stays cordoned.')
+    paragraphs.append('Thanks,\n%s' % (sender.get('signature') or '[name], [role]'))
+    return '\n\n'.join(paragraphs) + '\n'
+
+
+def node_markdown(node):
+    """Per-node Markdown summary."""
+    lines = ['# %s: bucket %s' % (node['node'], BUCKET_WORDS.get(node.get('bucket'), node.get('bucket'))), '',
+             '- tier: %s' % node.get('tier'), '- peer: %s' % node.get('peer'), '- validated: %s' % node.get('timestamp'), '']
+    causes = node.get('causes') or []
+    if causes:
+        lines.append('## Likely causes')
+        lines.extend('- %s' % (c['detail'] if isinstance(c, dict) else c) for c in causes)
+        lines.append('')
+    lines.append('## Checks')
+    lines.append('| check | subject | status | measured | expected |')
+    lines.append('| --- | --- | --- | --- | --- |')
+    for entry in list(node.get('findings', [])) + list(node.get('tests', [])):
+        measured = entry.get('as_printed') or entry.get('actual') or entry.get('error') or ''
+        lines.append('| %s | %s | %s | %s | %s |' % (
+            entry.get('label') or entry.get('check') or entry.get('id'), entry.get('subject') or '',
+            entry.get('status'), str(measured).replace('|', '/'), str(entry.get('expected') or '').replace('|', '/')))
+    return '\n'.join(lines) + '\n'
+
+
+def summary_table(nodes):
+    """Fixed-width text table of the run: node, peer, tier, bucket, counts, first cause."""
+    header = ('node', 'peer', 'tier', 'bucket', 'healthy', 'marginal', 'reject', 'likely cause')
+    rows = []
+    for name in sorted(nodes):
+        node = nodes[name]
+        counts = node.get('counts') or {}
+        causes = node.get('causes') or []
+        first = ''
+        if causes:
+            first = causes[0]['cause'] if isinstance(causes[0], dict) else str(causes[0])
+        rows.append((name, str(node.get('peer') or '-'), str(node.get('tier') or '-'), str(node.get('bucket')),
+                     str(counts.get('healthy', 0)), str(counts.get('marginal', 0)), str(counts.get('reject', 0)), first or '-'))
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    out = ['  '.join(h.ljust(widths[i]) for i, h in enumerate(header)).rstrip(),
+           '  '.join('-' * w for w in widths)]
+    for row in rows:
+        out.append('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return '\n'.join(out) + '\n'
+
+
+def junit_xml(nodes):
+    """JUnit XML: one testsuite per node, one testcase per check; marginal is reported as a failure of type marginal."""
+    suites = []
+    total = failures = 0
+    for name in sorted(nodes):
+        node = nodes[name]
+        cases = []
+        node_failures = 0
+        for entry in list(node.get('findings', [])) + list(node.get('tests', [])):
+            case_name = '%s[%s]' % (entry.get('check') or entry.get('metric') or entry.get('id'), entry.get('subject') or name)
+            status = entry.get('status')
+            body = ''
+            if status in ('reject', 'marginal'):
+                node_failures += 1
+                message = '%s: %s (expected %s)' % (status, entry.get('as_printed') or entry.get('actual') or entry.get('detail') or '',
+                                                    entry.get('expected') or '-')
+                body = '<failure type=%s message=%s>%s</failure>' % (quoteattr(status), quoteattr(message),
+                                                                     escape(entry.get('detail') or message))
+            elif status == 'unknown':
+                body = '<skipped message=%s/>' % quoteattr(entry.get('detail') or entry.get('error') or 'not measured')
+            cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (quoteattr('netval.%s' % name), quoteattr(case_name), body))
+        total += len(cases)
+        failures += node_failures
+        suites.append('  <testsuite name=%s tests="%d" failures="%d">\n%s\n  </testsuite>'
+                      % (quoteattr('%s (bucket %s)' % (name, node.get('bucket'))), len(cases), node_failures, '\n'.join(cases)))
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="gpufleet.netval" tests="%d" failures="%d">\n%s\n</testsuites>\n'
+            % (total, failures, '\n'.join(suites)))

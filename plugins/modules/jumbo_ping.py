@@ -1,0 +1,301 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: jumbo_ping
+short_description: Check that full-size (jumbo) frames reach a peer without fragmentation
+version_added: 0.1.0
+description:
+  - Runs C(ping -M do -s SIZE -c COUNT -W 1 [-I INTERFACE] DEST), that is full-size packets with fragmentation prohibited.
+  - The payload size is O(size), or O(mtu) minus the IP and ICMP headers (28 bytes for IPv4, 48 for IPv6), or the MTU
+    of O(interface) read from C(<sysfs_root>/class/net/<interface>/mtu) minus those headers.
+  - "Returns the ping statistics, whether the check RV(passed) (every packet answered, no fragmentation reported)
+    and a plain-text RV(reason), for example 'fragmentation needed: path MTU 1500 < 9000 (size 8972)'."
+  - Packet loss and errors are results, not module failures (ping exits 1 on loss and 2 on errors), unless O(fail_on_loss) is set.
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  dest:
+    description: IP address or host name of the peer.
+    type: str
+    required: true
+  interface:
+    description:
+      - Interface to send from (C(-I)); when neither O(size) nor O(mtu) is given, its MTU sets the payload size.
+    type: str
+  mtu:
+    description: MTU to test (68-65535); the payload is this minus the header bytes. Overrides the MTU of O(interface).
+    type: int
+  size:
+    description: ICMP payload size in bytes (0-65507); overrides O(mtu) and O(interface).
+    type: int
+  count:
+    description: Number of packets to send (1-1000).
+    type: int
+    default: 5
+  interval:
+    description: Seconds between packets (C(-i)); below 0.2 needs root.
+    type: float
+  deadline:
+    description: Stop after this many seconds whatever the count (C(-w)).
+    type: int
+  timeout:
+    description: Hard limit in seconds for the ping command; default from O(count), O(interval) and O(deadline) plus 10.
+    type: int
+  sysfs_root:
+    description: Root of the sysfs tree to read the interface MTU from (tests point this at a fixture tree).
+    type: path
+    default: /sys
+  fail_on_loss:
+    description: Fail the task when the check does not pass, instead of returning RV(passed=false).
+    type: bool
+    default: false
+notes:
+  - Runs in check mode too; it only sends a few ICMP echo requests and changes nothing.
+attributes:
+  check_mode:
+    description: Can run in check mode; the module only measures.
+    support: full
+  diff_mode:
+    description: Reports no diff; nothing is changed.
+    support: none
+seealso:
+  - module: gpufleet.netval.iperf3
+'''
+
+EXAMPLES = r'''
+- name: Jumbo frames from the RDMA/TCP test NIC to the peer
+  gpufleet.netval.jumbo_ping:
+    dest: "{{ hostvars[netval_peer].netval_test_ip }}"
+    interface: ens1f0np0
+  register: jumbo
+
+- name: Require a 9000-byte path whatever the local MTU says
+  gpufleet.netval.jumbo_ping:
+    dest: 10.0.0.2
+    mtu: 9000
+    count: 10
+    fail_on_loss: true
+'''
+
+RETURN = r'''
+cmd:
+  description: The command line that was run.
+  returned: always
+  type: str
+  sample: /usr/bin/ping -M do -s 8972 -c 5 -W 1 -I ens1f0np0 10.0.0.2
+passed:
+  description: True when every packet was answered and no fragmentation was reported.
+  returned: always
+  type: bool
+reason:
+  description: Plain-text verdict.
+  returned: always
+  type: str
+  sample: "fragmentation needed: path MTU 1500 < 9000 (size 8972) towards 10.0.0.2"
+size:
+  description: ICMP payload size that was sent.
+  returned: always
+  type: int
+  sample: 8972
+mtu:
+  description: MTU the size was derived from (size plus headers when only O(size) was given).
+  returned: always
+  type: int
+  sample: 9000
+mtu_source:
+  description: Where the MTU came from, V(size), V(mtu) or V(interface).
+  returned: always
+  type: str
+transmitted:
+  description: Packets sent (null when ping printed no statistics).
+  returned: always
+  type: int
+received:
+  description: Replies received.
+  returned: always
+  type: int
+loss_percent:
+  description: Packet loss in percent.
+  returned: always
+  type: float
+errors:
+  description: Errors ping counted (local errors, ICMP errors).
+  returned: always
+  type: int
+rtt_avg_ms:
+  description: Average round-trip time in ms (also rtt_min_ms, rtt_max_ms, rtt_mdev_ms).
+  returned: always
+  type: float
+frag_needed:
+  description: True when ping reported that the packet needs fragmenting (local error or ICMP Frag needed / Packet too big).
+  returned: always
+  type: bool
+path_mtu:
+  description: The smaller MTU ping was told about, or null.
+  returned: always
+  type: int
+  sample: 1500
+unreachable:
+  description: True for an unreachable message or 100% loss not explained by fragmentation; null when unknown.
+  returned: always
+  type: bool
+stats:
+  description: Everything parsed from the ping output (destination, messages, error...).
+  returned: always
+  type: dict
+rc:
+  description: Exit status of ping (0 all answered, 1 loss, 2 errors).
+  returned: always
+  type: int
+'''
+
+import os
+import re
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.ping import parse_ping, summarize_jumbo
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
+
+_HOST_RE = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$')
+_IFACE_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$')
+IPV4_HEADERS = 28
+IPV6_HEADERS = 48
+
+
+def is_ipv6(value):
+    try:
+        socket.inet_pton(socket.AF_INET6, value)
+        return True
+    except (socket.error, ValueError):
+        return False
+
+
+def valid_dest(value):
+    if not value:
+        return False
+    try:
+        socket.inet_pton(socket.AF_INET, value)
+        return True
+    except (socket.error, ValueError):
+        pass
+    return is_ipv6(value) or bool(_HOST_RE.match(value))
+
+
+def read_interface_mtu(module, sysfs_root, interface):
+    path = os.path.join(sysfs_root, 'class', 'net', interface, 'mtu')
+    try:
+        with open(path, 'r') as handle:
+            raw = handle.read().strip()
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='%s: cannot read the MTU of interface %s from %s: %s' % (hostname(), interface, path, exc),
+                         cause='no_interface')
+    if not raw.isdigit():
+        module.fail_json(msg='%s: %s holds %r, not an MTU' % (hostname(), path, raw), cause='bad_mtu')
+    return int(raw)
+
+
+def validate(module):
+    params = module.params
+    problems = []
+    if not valid_dest(params['dest']):
+        problems.append('dest must be an IP address or host name, got %r' % params['dest'])
+    if params['interface'] is not None and (not _IFACE_RE.match(params['interface']) or params['interface'] in ('.', '..')):
+        problems.append('interface must be a network interface name (up to 15 characters), got %r' % params['interface'])
+    if params['mtu'] is not None and not 68 <= params['mtu'] <= 65535:
+        problems.append('mtu must be 68-65535, got %s' % params['mtu'])
+    if params['size'] is not None and not 0 <= params['size'] <= 65507:
+        problems.append('size must be 0-65507, got %s' % params['size'])
+    if not 1 <= params['count'] <= 1000:
+        problems.append('count must be 1-1000, got %s' % params['count'])
+    if params['interval'] is not None and not 0.002 <= params['interval'] <= 60:
+        problems.append('interval must be 0.002-60 seconds, got %s' % params['interval'])
+    if params['deadline'] is not None and not 1 <= params['deadline'] <= 3600:
+        problems.append('deadline must be 1-3600 seconds, got %s' % params['deadline'])
+    if params['timeout'] is not None and params['timeout'] < 1:
+        problems.append('timeout must be at least 1 second, got %s' % params['timeout'])
+    if problems:
+        module.fail_json(msg='%s: invalid jumbo_ping options: %s' % (hostname(), '; '.join(problems)), cause='invalid_options')
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dest=dict(type='str', required=True),
+            interface=dict(type='str'),
+            mtu=dict(type='int'),
+            size=dict(type='int'),
+            count=dict(type='int', default=5),
+            interval=dict(type='float'),
+            deadline=dict(type='int'),
+            timeout=dict(type='int'),
+            sysfs_root=dict(type='path', default='/sys'),
+            fail_on_loss=dict(type='bool', default=False),
+        ),
+        required_one_of=[('size', 'mtu', 'interface')],
+        supports_check_mode=True,
+    )
+    validate(module)
+    params = module.params
+    headers = IPV6_HEADERS if is_ipv6(params['dest']) else IPV4_HEADERS
+    if params['size'] is not None:
+        size, mtu_source = params['size'], 'size'
+        mtu = params['mtu'] if params['mtu'] is not None else size + headers
+    elif params['mtu'] is not None:
+        mtu, mtu_source = params['mtu'], 'mtu'
+        size = mtu - headers
+    else:
+        mtu, mtu_source = read_interface_mtu(module, params['sysfs_root'], params['interface']), 'interface'
+        size = mtu - headers
+    if size < 0:
+        module.fail_json(msg='%s: MTU %s is too small for a ping (%s header bytes)' % (hostname(), mtu, headers), cause='bad_mtu')
+
+    args = ['-M', 'do', '-s', size, '-c', params['count'], '-W', 1]
+    if params['interval'] is not None:
+        args += ['-i', params['interval']]
+    if params['deadline'] is not None:
+        args += ['-w', params['deadline']]
+    if params['interface']:
+        args += ['-I', params['interface']]
+    args.append(params['dest'])
+    timeout = params['timeout']
+    if timeout is None:
+        per_packet = params['interval'] if params['interval'] is not None else 1.0
+        timeout = int(params['deadline'] or params['count'] * per_packet + 1) + 10
+
+    runner = ToolRunner(module)
+    result = runner.run('ping', args, timeout=timeout, check=False)
+    host = hostname()
+    if result.timed_out:
+        module.fail_json(msg='%s: `%s` timed out after %s s' % (host, result.cmd, timeout), cause='timeout', **result.as_dict())
+    output = '\n'.join(part for part in (result.stdout, result.stderr) if part)
+    if result.rc not in (0, 1, 2):
+        runner.fail(result)
+    try:
+        stats = parse_ping(output)
+    except ParseError as exc:
+        runner.fail_parse(result, exc)
+    verdict = summarize_jumbo(stats, size, mtu)
+    fields = dict(
+        changed=False, cmd=result.cmd, rc=result.rc, passed=verdict['passed'], reason=verdict['reason'],
+        size=size, mtu=mtu, mtu_source=mtu_source, dest=params['dest'], interface=params['interface'],
+        transmitted=stats['transmitted'], received=stats['received'], loss_percent=stats['loss_percent'], errors=stats['errors'],
+        rtt_min_ms=stats['rtt_min_ms'], rtt_avg_ms=stats['rtt_avg_ms'], rtt_max_ms=stats['rtt_max_ms'], rtt_mdev_ms=stats['rtt_mdev_ms'],
+        frag_needed=stats['frag_needed'], path_mtu=stats['path_mtu'], unreachable=stats['unreachable'], stats=stats,
+    )
+    if params['fail_on_loss'] and not verdict['passed']:
+        fields.pop('changed')
+        module.fail_json(msg='%s: `%s` jumbo check failed: %s' % (host, result.cmd, verdict['reason']), **fields)
+    module.exit_json(**fields)
+
+
+if __name__ == '__main__':
+    main()

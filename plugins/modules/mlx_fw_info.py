@@ -1,0 +1,203 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: mlx_fw_info
+short_description: Read firmware version, PSID and firmware configuration of NVIDIA (Mellanox) adapters
+version_added: 0.1.0
+description:
+  - Runs C(flint -d DEV q) and C(mlxconfig -d DEV q) from the NVIDIA Firmware Tools (MFT), or C(mstflint -d DEV q) and
+    C(mstconfig -d DEV q) from the open-source mstflint package, for each device and returns them parsed.
+  - Reports the CQE compression setting of the firmware (C(CQE_COMPRESSION)) separately.
+  - Only queries; nothing is burnt or set.
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  devices:
+    description:
+      - Devices to query, each an MST device (C(/dev/mst/mt4129_pciconf0)), a PCI address (C(0000:af:00.0) or C(af:00.0))
+        or an RDMA device name (C(mlx5_0)).
+      - When omitted, the PCI addresses of the devices under C(/sys/class/infiniband/) of O(sysfs_root).
+    type: list
+    elements: str
+  tool:
+    description:
+      - Which tool family to use. C(auto) uses C(flint)/C(mlxconfig) where installed and falls back to
+        C(mstflint)/C(mstconfig) otherwise; C(mft) and C(mstflint) insist on one family.
+    type: str
+    choices: [auto, mft, mstflint]
+    default: auto
+  query_config:
+    description: Also run C(mlxconfig q) / C(mstconfig q) and return the firmware configuration.
+    type: bool
+    default: true
+  sysfs_root:
+    description: Root of the sysfs tree used to find the devices when O(devices) is omitted.
+    type: path
+    default: /sys
+  timeout:
+    description: Seconds each command may run before it is killed (a firmware query can take tens of seconds).
+    type: int
+    default: 120
+notes:
+  - Supports check mode; it only queries.
+  - Needs root (the tools open the PCI configuration space).
+attributes:
+  check_mode:
+    description: Can run in check mode; the module only queries, so it runs the same commands.
+    support: full
+  diff_mode:
+    description: Reports no diff; nothing is changed.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Firmware of every RDMA adapter
+  gpufleet.netval.mlx_fw_info:
+  register: fw
+  become: true
+
+- name: Require the fleet firmware and CQE compression
+  ansible.builtin.assert:
+    that:
+      - item.value.firmware.fw_version == '28.43.1014'
+      - item.value.cqe_compression.enabled
+  loop: "{{ fw.devices | dict2items }}"
+
+- name: Query one adapter with mstflint only, without its configuration
+  gpufleet.netval.mlx_fw_info:
+    devices: ['0000:af:00.0']
+    tool: mstflint
+    query_config: false
+'''
+
+RETURN = r'''
+devices:
+  description:
+    - Per device the parsed C(firmware) (flint/mstflint q), C(config) (mlxconfig/mstconfig q, null without O(query_config)),
+      C(cqe_compression) (mode and whether it is enabled), C(tool) (C(mft) or C(mstflint)) and C(tools) (the commands used).
+  returned: always
+  type: dict
+  sample:
+    "0000:af:00.0":
+      firmware: {"fw_version": "28.43.1014", "psid": "MT_0000000838", "reset_pending": false, "secure_fw": true}
+      config: {"device_type": "ConnectX7", "parameters": {"SRIOV_EN": "True(1)", "CQE_COMPRESSION": "BALANCED(0)"}}
+      cqe_compression: {"present": true, "value": "BALANCED(0)", "mode": "BALANCED", "code": 0, "enabled": true}
+      tool: mft
+      tools: {"firmware": "flint", "config": "mlxconfig"}
+'''
+
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.netval.plugins.module_utils import mlx
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, package_hint
+
+DEVICE_RES = (
+    re.compile(r'^/dev/mst/[A-Za-z0-9_.:-]+$'),
+    re.compile(r'^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$'),
+    re.compile(r'^[A-Za-z][A-Za-z0-9_]{0,63}$'),
+)
+PCI_RE = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
+
+FAMILIES = {'mft': ('flint', 'mlxconfig'), 'mstflint': ('mstflint', 'mstconfig')}
+
+
+def discover_devices(sysfs_root):
+    """PCI addresses of /sys/class/infiniband/*/device, sorted and without duplicates."""
+    base = os.path.join(sysfs_root, 'class', 'infiniband')
+    found = []
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return found
+    for name in names:
+        target = os.path.basename(os.path.realpath(os.path.join(base, name, 'device')))
+        if PCI_RE.match(target) and target not in found:
+            found.append(target)
+    return found
+
+
+def choose_tools(module, runner, tool, query_config):
+    """(firmware tool, config tool or None) for the requested family; fails naming the packages when missing."""
+    needs_config = query_config
+    if tool == 'auto':
+        firmware = runner.first_available(['flint', 'mstflint'])
+        config = runner.first_available(['mlxconfig', 'mstconfig']) if needs_config else None
+        if firmware is None:
+            module.fail_json(msg='%s: neither flint nor mstflint was found on PATH; for flint %s, for mstflint %s'
+                             % (hostname(), package_hint('flint'), package_hint('mstflint')), missing_tool=True)
+        if needs_config and config is None:
+            module.fail_json(msg='%s: neither mlxconfig nor mstconfig was found on PATH; for mlxconfig %s, for mstconfig %s'
+                             % (hostname(), package_hint('mlxconfig'), package_hint('mstconfig')), missing_tool=True)
+        return firmware, config
+    firmware, config = FAMILIES[tool]
+    runner.find(firmware)
+    if needs_config:
+        runner.find(config)
+    return firmware, (config if needs_config else None)
+
+
+def query(runner, tool, device, parser, timeout):
+    result = runner.run(tool, ['-d', device, 'q'], timeout=timeout)
+    try:
+        return parser(result.stdout)
+    except ParseError as exc:
+        runner.fail_parse(result, exc)
+    return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            devices=dict(type='list', elements='str'),
+            tool=dict(type='str', choices=['auto', 'mft', 'mstflint'], default='auto'),
+            query_config=dict(type='bool', default=True),
+            sysfs_root=dict(type='path', default='/sys'),
+            timeout=dict(type='int', default=120),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params['timeout'] < 1 or params['timeout'] > 3600:
+        module.fail_json(msg='%s: timeout must be between 1 and 3600 seconds, got %d' % (hostname(), params['timeout']))
+    devices = params['devices']
+    if devices is None:
+        devices = discover_devices(params['sysfs_root'])
+    bad = [device for device in devices if not any(regex.match(device or '') for regex in DEVICE_RES)]
+    if bad:
+        module.fail_json(msg='%s: invalid device(s) %s: expected /dev/mst/<name>, a PCI address such as 0000:af:00.0, '
+                         'or an RDMA device name such as mlx5_0' % (hostname(), ', '.join(repr(device) for device in bad)))
+    if not devices:
+        module.exit_json(changed=False, devices={})
+
+    runner = ToolRunner(module)
+    firmware_tool, config_tool = choose_tools(module, runner, params['tool'], params['query_config'])
+    results = {}
+    for device in devices:
+        firmware = query(runner, firmware_tool, device, mlx.parse_flint, params['timeout'])
+        config = None
+        cqe = None
+        if config_tool:
+            config = query(runner, config_tool, device, mlx.parse_mlxconfig, params['timeout'])
+            cqe = mlx.cqe_compression(config['parameters'])
+        results[device] = {
+            'firmware': firmware,
+            'config': config,
+            'cqe_compression': cqe,
+            'tool': 'mft' if firmware_tool == 'flint' else 'mstflint',
+            'tools': {'firmware': firmware_tool, 'config': config_tool},
+        }
+    module.exit_json(changed=False, devices=results)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,219 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: nic_info
+short_description: Read link settings, driver, rings, channels, pause and counters of network interfaces with ethtool
+version_added: 0.1.0
+description:
+  - Runs C(ethtool DEV), C(ethtool -i), C(ethtool -g), C(ethtool -l) and C(ethtool -a) for each network interface
+    and returns them parsed; optionally C(ethtool -k) (offload features) and C(ethtool -S) (counters).
+  - By default reads every netdev that sits behind an RDMA device (C(/sys/class/infiniband/*/device/net/*)).
+  - A section the driver does not support (C(Operation not supported)) is returned as null with the error text
+    under C(errors); it does not fail the module. Any other failure of ethtool does, naming host, command and rc.
+  - Two runs with O(counters=true) give rates through the P(gpufleet.netval.counter_deltas#filter) filter.
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  netdevs:
+    description:
+      - Network interfaces to read. When omitted, every netdev behind C(/sys/class/infiniband/*/device/net/) plus O(include).
+    type: list
+    elements: str
+  include:
+    description: Extra network interfaces to read in addition to the discovered ones (for example a bond or a plain Ethernet NIC).
+    type: list
+    elements: str
+    default: []
+  sysfs_root:
+    description: Root of the sysfs tree used to discover netdevs (tests point this at a fixture tree).
+    type: path
+    default: /sys
+  counters:
+    description: Also run C(ethtool -S) and return the counters with a C(timestamp) (seconds since the epoch).
+    type: bool
+    default: false
+  features:
+    description: Also run C(ethtool -k) and return the offload features.
+    type: bool
+    default: false
+  timeout:
+    description: Seconds each ethtool command may run before it is killed.
+    type: int
+    default: 15
+notes:
+  - Supports check mode; it only reads.
+attributes:
+  check_mode:
+    description: Can run in check mode; the module only reads, so it runs the same ethtool queries.
+    support: full
+  diff_mode:
+    description: Reports no diff; nothing is changed.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Read every RDMA netdev
+  gpufleet.netval.nic_info:
+  register: nic
+
+- name: Require 100G and a detected link
+  ansible.builtin.assert:
+    that:
+      - item.value.link.speed_mbps == 100000
+      - item.value.link.link_detected
+  loop: "{{ nic.nics | dict2items }}"
+
+- name: Counters before the test
+  gpufleet.netval.nic_info:
+    netdevs: [ens3np0]
+    counters: true
+  register: before
+
+- name: Counters after the test
+  gpufleet.netval.nic_info:
+    netdevs: [ens3np0]
+    counters: true
+  register: after
+
+- name: Pause and discard rates during the test
+  ansible.builtin.debug:
+    msg: "{{ before.nics.ens3np0 | gpufleet.netval.counter_deltas(after.nics.ens3np0, none, {'pause_per_s': 1000}) }}"
+'''
+
+RETURN = r'''
+nics:
+  description:
+    - Per netdev the parsed C(link) (ethtool DEV), C(driver) (-i), C(ring) (-g), C(channels) (-l), C(pause) (-a),
+      C(features) (-k, with O(features)), C(counters) and C(timestamp) (-S, with O(counters)), C(rdma_device)
+      when discovered through sysfs, and C(errors) (section to error text for sections the driver does not support).
+  returned: always
+  type: dict
+  sample:
+    ens3np0:
+      link: {"speed_mbps": 100000, "duplex": "Full", "link_detected": true, "port": "Direct Attach Copper"}
+      driver: {"driver": "mlx5_core", "firmware_version": "28.43.1014 (MT_0000000838)", "bus_info": "0000:af:00.0"}
+      ring: {"maximum": {"rx": 8192, "tx": 8192}, "current": {"rx": 1024, "tx": 1024}}
+      channels: {"maximum": {"combined": 63}, "current": {"combined": 24}}
+      pause: null
+      errors: {"pause": "netlink error: Operation not supported"}
+      rdma_device: mlx5_0
+netdevs:
+  description: The netdevs that were read, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["ens3np0"]
+'''
+
+import os
+import re
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.netval.plugins.module_utils import ethtool
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
+
+NETDEV_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$')
+UNSUPPORTED_RE = re.compile(r'Operation not supported|not supported|No data available', re.IGNORECASE)
+
+# section -> (ethtool option or None, parser)
+SECTIONS = [
+    ('link', None, ethtool.parse_ethtool),
+    ('driver', '-i', ethtool.parse_ethtool_driver),
+    ('ring', '-g', ethtool.parse_ethtool_ring),
+    ('channels', '-l', ethtool.parse_ethtool_channels),
+    ('pause', '-a', ethtool.parse_ethtool_pause),
+]
+
+
+def discover_netdevs(sysfs_root):
+    """{netdev: rdma_device} for every netdev under /sys/class/infiniband/*/device/net/."""
+    base = os.path.join(sysfs_root, 'class', 'infiniband')
+    found = {}
+    try:
+        rdma_devices = sorted(os.listdir(base))
+    except OSError:
+        return found
+    for rdma in rdma_devices:
+        try:
+            netdevs = sorted(os.listdir(os.path.join(base, rdma, 'device', 'net')))
+        except OSError:
+            continue
+        for netdev in netdevs:
+            found.setdefault(netdev, rdma)
+    return found
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            netdevs=dict(type='list', elements='str'),
+            include=dict(type='list', elements='str', default=[]),
+            sysfs_root=dict(type='path', default='/sys'),
+            counters=dict(type='bool', default=False),
+            features=dict(type='bool', default=False),
+            timeout=dict(type='int', default=15),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params['timeout'] < 1 or params['timeout'] > 600:
+        module.fail_json(msg='%s: timeout must be between 1 and 600 seconds, got %d' % (hostname(), params['timeout']))
+    rdma_of = {}
+    if params['netdevs'] is None:
+        rdma_of = discover_netdevs(params['sysfs_root'])
+        netdevs = list(rdma_of)
+    else:
+        netdevs = list(params['netdevs'])
+    for name in params['include']:
+        if name not in netdevs:
+            netdevs.append(name)
+    bad = [name for name in netdevs if not NETDEV_RE.match(name or '')]
+    if bad:
+        module.fail_json(msg='%s: invalid network interface name(s) %s: expected 1-15 characters of letters, digits, _ . : @ -'
+                         % (hostname(), ', '.join(repr(name) for name in bad)))
+
+    sections = list(SECTIONS)
+    if params['features']:
+        sections.append(('features', '-k', ethtool.parse_ethtool_features))
+    if params['counters']:
+        sections.append(('counters', '-S', ethtool.parse_ethtool_stats))
+
+    runner = ToolRunner(module)
+    nics = {}
+    for netdev in netdevs:
+        entry = {'errors': {}}
+        if netdev in rdma_of:
+            entry['rdma_device'] = rdma_of[netdev]
+        for section, option, parser in sections:
+            args = ([option] if option else []) + [netdev]
+            if section == 'counters':
+                entry['timestamp'] = time.time()
+            result = runner.run('ethtool', args, timeout=params['timeout'], check=False)
+            if result.timed_out:
+                runner.fail(result)
+            if result.rc != 0:
+                detail = ((result.stderr or '') + '\n' + (result.stdout or '')).strip()
+                if UNSUPPORTED_RE.search(detail):
+                    entry[section] = None
+                    entry['errors'][section] = detail.splitlines()[-1] if detail else 'rc=%s' % result.rc
+                    continue
+                runner.fail(result, reason='exited with rc=%s reading %s of %s' % (result.rc, section, netdev))
+            try:
+                entry[section] = parser(result.stdout)
+            except ParseError as exc:
+                runner.fail_parse(result, exc)
+        nics[netdev] = entry
+    module.exit_json(changed=False, nics=nics, netdevs=netdevs)
+
+
+if __name__ == '__main__':
+    main()

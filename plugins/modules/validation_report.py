@@ -1,0 +1,138 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: validation_report
+short_description: Write a validation run's reports on the controller
+version_added: 0.1.0
+description:
+  - Writes, under C(<root>/<timestamp>/), C(summary.json) (C({nodes: {NAME: {bucket, causes, peer}}})), C(summary.txt) (a table),
+    C(junit.xml) (one test case per check), C(nodes/<node>.json) and C(nodes/<node>.md) for every node,
+    and C(letters/<node>.txt) (the vendor letter) for every bucket C node.
+  - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it.
+  - Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true)).
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  root:
+    description: Folder that holds every run's reports.
+    type: path
+    required: true
+  timestamp:
+    description: UTC timestamp of the run, such as C(20261130T014500Z).
+    type: str
+    required: true
+  nodes:
+    description: Node name to node result (bucket, causes, peer, tests, findings, ...).
+    type: dict
+    required: true
+  sender:
+    description: C(signature) for the vendor letters.
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    description: Writes nothing in check mode.
+    support: full
+  diff_mode:
+    description: Reports no diff.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Write the run's reports
+  gpufleet.netval.validation_report:
+    root: "{{ playbook_dir }}/../reports"
+    timestamp: "{{ netval_run_timestamp }}"
+    nodes: "{{ node_results }}"
+  delegate_to: localhost
+  run_once: true
+'''
+
+RETURN = r'''
+run_dir:
+  description: The run's report folder.
+  returned: always
+  type: str
+summary_table:
+  description: The summary table as text.
+  returned: always
+  type: str
+letters:
+  description: Paths of the vendor letters written.
+  returned: always
+  type: list
+  elements: str
+'''
+
+import json
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, report
+
+_STAMP = re.compile(r'^\d{8}T\d{6}Z$')
+_NODE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
+
+
+def cause_texts(node):
+    texts = []
+    for cause in node.get('causes') or []:
+        texts.append(cause.get('detail') if isinstance(cause, dict) else str(cause))
+    return texts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type='path', required=True),
+            timestamp=dict(type='str', required=True),
+            nodes=dict(type='dict', required=True),
+            sender=dict(type='dict', default={}),
+        ),
+        supports_check_mode=True,
+    )
+    root = module.params['root']
+    stamp = module.params['timestamp']
+    nodes = module.params['nodes']
+    if not _STAMP.match(stamp):
+        module.fail_json(msg='validation_report: timestamp %r must look like 20261130T014500Z (UTC)' % stamp)
+    for name, node in nodes.items():
+        if not _NODE.match(name) or not isinstance(node, dict) or node.get('bucket') not in ('A', 'B', 'C'):
+            module.fail_json(msg='validation_report: node %r needs a result with bucket A, B or C, got %r'
+                             % (name, (node or {}).get('bucket') if isinstance(node, dict) else node))
+        node.setdefault('node', name)
+    run_dir = os.path.join(root, stamp)
+    table = report.summary_table(nodes)
+    letters = ['letters/%s.txt' % name for name in sorted(nodes) if nodes[name]['bucket'] == 'C']
+    if module.check_mode:
+        module.exit_json(changed=False, run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters])
+
+    summary = {'timestamp': stamp, 'nodes': {}}
+    files = {'summary.txt': table, 'junit.xml': report.junit_xml(nodes)}
+    for name in sorted(nodes):
+        node = nodes[name]
+        summary['nodes'][name] = {'bucket': node['bucket'], 'causes': cause_texts(node), 'peer': node.get('peer'),
+                                  'tier': node.get('tier'), 'evidence': node.get('evidence')}
+        files['nodes/%s.json' % name] = json.dumps(node, indent=2, sort_keys=True, default=str)
+        files['nodes/%s.md' % name] = report.node_markdown(node)
+        if node['bucket'] == 'C':
+            files['letters/%s.txt' % name] = report.vendor_letter(node, module.params['sender'])
+    files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
+    try:
+        evidence.build_bundle(run_dir, files)
+        evidence.replace_symlink(os.path.join(root, 'latest'), stamp)
+    except (evidence.EvidenceError, IOError, OSError) as exc:
+        module.fail_json(msg='validation_report: cannot write %s: %s' % (run_dir, exc))
+    module.exit_json(changed=True, run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters])
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,283 @@
+"""Acceptance test of the lab (issue 3): the collection's parsers read the emulated hardware as the profile declares it.
+
+For every profile a new node is materialized into tmp_path, every emulated
+tool is run as a subprocess (NETVAL_LAB_NODE_DIR points at the node) and its
+output is parsed with the COLLECTION's parsers; the parsed numbers must equal
+the profile's.  No namespaces, no root: a plain unit test.
+"""
+import importlib
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lab.netval_lab import hardware, profiles
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = 'ansible_collections.gpufleet.netval.plugins.module_utils.'
+MIB = 1024.0 * 1024.0
+FABRIC = {'fabric': [{'netdev': 'fab-peer01', 'ip': '127.0.0.1', 'peer_ip': '127.0.0.1', 'peer': 'peer01'}],
+          'mgmt_ip': '10.251.0.11'}
+PROFILES = profiles.list_profiles()
+
+
+def parser(module, name):
+    """The collection's parser; a missing one fails the test (it is part of the contract), it is never skipped."""
+    try:
+        return getattr(importlib.import_module(PACKAGE + module), name)
+    except (ImportError, AttributeError) as exc:
+        pytest.fail('collection parser %s.%s is not available (%s): the lab acceptance test needs it' % (module, name, exc))
+    return None
+
+
+def run_tool(node, tool, *args, **kwargs):
+    env = dict(os.environ, NETVAL_LAB_NODE_DIR=str(node))
+    env.update(kwargs.pop('env', {}))
+    return subprocess.run([os.path.join(str(node), 'bin', tool)] + list(args), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=kwargs.pop('timeout', 60), check=False)
+
+
+def tool_output(node, tool, *args, **kwargs):
+    proc = run_tool(node, tool, *args, **kwargs)
+    assert proc.returncode == 0, '%s %s failed rc=%d: %s' % (tool, ' '.join(args), proc.returncode, proc.stderr)
+    return proc.stdout
+
+
+@pytest.fixture(params=PROFILES)
+def node(request, tmp_path):
+    profile = profiles.load_profile(request.param)
+    node_dir = tmp_path / 'node01'
+    state = hardware.materialize(profile, 'node01', 'new', str(node_dir), FABRIC)
+    return node_dir, profile, state
+
+
+def test_every_required_profile_exists():
+    for name in ('healthy-400g', 'gen4-nic0', 'platform-slow', 'gpu-missing', 'nccl-socket-fallback',
+                 'spark-pair-throttled', 'healthy-100g', 'healthy-800g'):
+        assert name in PROFILES
+
+
+def test_ibstat_and_ibstatus(node):
+    node_dir, profile, _state = node
+    nics = profile['hardware']['nics']
+    parsed = parser('rdma', 'parse_ibstat')(tool_output(node_dir, 'ibstat'))['devices']
+    assert sorted(parsed) == sorted(nic['name'] for nic in nics)
+    for nic in nics:
+        port = parsed[nic['name']]['ports'][1]
+        assert port['state'] == nic['state'].capitalize()
+        assert port['link_layer'] == nic['link_layer']
+        assert parsed[nic['name']]['firmware_version'] == nic['fw_version']
+        if nic['state'] == 'ACTIVE':
+            assert port['rate_gbps'] == nic['rate_gbps']
+    status = parser('rdma', 'parse_ibstatus')(tool_output(node_dir, 'ibstatus'))['devices']
+    assert sorted(status) == sorted(nic['name'] for nic in nics)
+    text = repr(status)
+    for nic in nics:
+        if nic['state'] == 'ACTIVE':
+            assert '%d Gb/sec' % nic['rate_gbps'] in text or str(nic['rate_gbps']) in text
+
+
+def test_infiniband_sysfs(node):
+    node_dir, profile, _state = node
+    devices = parser('rdma', 'read_infiniband_sysfs')(str(node_dir / 'sys'))['devices']
+    for nic in profile['hardware']['nics']:
+        device = devices[nic['name']]
+        assert device['fw_ver'] == nic['fw_version']
+        assert device['pci_address'] == nic['pci_address']
+        assert device['numa_node'] == nic['numa_node']
+        port = device['ports'][1]
+        assert port['link_layer'] == nic['link_layer']
+        assert port['state'] == nic['state']
+        if nic['state'] == 'ACTIVE':
+            assert port['rate_gbps'] == nic['rate_gbps']
+
+
+def test_pcie_lspci_and_sysfs(node):
+    node_dir, profile, _state = node
+    parse_lspci = parser('pcie', 'parse_lspci')
+    read_pci_link = parser('pcie', 'read_pci_link')
+    walk_upstream = parser('pcie', 'walk_upstream')
+    assess_link = parser('pcie', 'assess_link')
+    for nic in profile['hardware']['nics']:
+        pcie = nic['pcie']
+        devices = parse_lspci(tool_output(node_dir, 'lspci', '-vvv', '-s', nic['pci_address']))['devices']
+        assert len(devices) == 1
+        device = devices[0]
+        assert device['lnkcap_speed_gts'] == pcie['lnkcap_gts'] and device['lnkcap_width'] == pcie['lnkcap_width']
+        assert device['lnksta_speed_gts'] == pcie['lnksta_gts'] and device['lnksta_width'] == pcie['lnksta_width']
+        assert device['downgraded'] == (pcie['lnksta_gts'] < pcie['lnkcap_gts'])
+        link = read_pci_link(str(node_dir / 'sys'), nic['pci_address'])
+        assert link['current_speed_gts'] == pcie['lnksta_gts'] and link['max_speed_gts'] == pcie['lnkcap_gts']
+        hops = walk_upstream(str(node_dir / 'sys'), nic['pci_address'])
+        assert hops, 'the NIC must sit behind a root port in the emulated tree'
+        verdict = assess_link(link, hops)
+        expected = 'degraded' if pcie['lnksta_gts'] < min(pcie['lnkcap_gts'], pcie['upstream_max_gts']) else 'ok'
+        assert verdict['status'] == expected, verdict
+
+
+def test_gen4_nic0_is_degraded_not_slot_limited(tmp_path):
+    node_dir = tmp_path / 'node01'
+    hardware.materialize('gen4-nic0', 'node01', 'new', str(node_dir), FABRIC)
+    sysfs = str(node_dir / 'sys')
+    link = parser('pcie', 'read_pci_link')(sysfs, '0000:1a:00.0')
+    verdict = parser('pcie', 'assess_link')(link, parser('pcie', 'walk_upstream')(sysfs, '0000:1a:00.0'))
+    assert verdict['status'] == 'degraded' and verdict['bottleneck'] == 'device'
+    link3 = parser('pcie', 'read_pci_link')(sysfs, '0000:5d:00.0')
+    assert parser('pcie', 'assess_link')(link3, parser('pcie', 'walk_upstream')(sysfs, '0000:5d:00.0'))['status'] == 'ok'
+
+
+def test_mellanox_firmware_tools(node):
+    node_dir, profile, _state = node
+    for nic in profile['hardware']['nics']:
+        flint = parser('mlx', 'parse_flint')(tool_output(node_dir, 'flint', '-d', nic['pci_address'], 'q'))
+        assert flint['fw_version'] == nic['fw_version'] and flint['psid'] == nic['psid']
+        config = parser('mlx', 'parse_mlxconfig')(tool_output(node_dir, 'mlxconfig', '-d', nic['pci_address'], 'q'))
+        assert config['parameters']['CQE_COMPRESSION'].startswith(nic['cqe_compression'])
+        assert config['parameters']['LINK_TYPE_P1'].startswith('IB' if nic['link_layer'] == 'InfiniBand' else 'ETH')
+        link = parser('mlx', 'parse_mlxlink')(tool_output(node_dir, 'mlxlink', '-d', nic['name']))
+        operational = link['sections']['Operational Info']
+        assert operational['Physical state'] == ('LinkUp' if nic['state'] == 'ACTIVE' else nic['phys_state'])
+
+
+def test_ethtool_counters(node):
+    node_dir, profile, state = node
+    emulated = [nic for nic in state['nics'] if not nic['netdev_real']]
+    nic = emulated[0]
+    stats = parser('ethtool', 'parse_ethtool_stats')(tool_output(node_dir, 'ethtool', '-S', nic['netdev']))
+    assert stats['counters']['rx_pause_ctrl_phy'] == 0
+    assert profile['hardware']['nics'][nic['index']]['pause_rate_per_s'] == 0
+
+
+def test_pause_storm_counters_grow(tmp_path):
+    node_dir = tmp_path / 'node01'
+    state = hardware.materialize('healthy-400g', 'node01', 'new', str(node_dir), FABRIC)
+    hardware.apply_fault(str(node_dir), 'pause-storm')
+    netdev = state['nics'][1]['netdev']
+    parse = parser('ethtool', 'parse_ethtool_stats')
+    first = parse(tool_output(node_dir, 'ethtool', '-S', netdev))['counters']['rx_pause_ctrl_phy']
+    time.sleep(0.3)
+    second = parse(tool_output(node_dir, 'ethtool', '-S', netdev))['counters']['rx_pause_ctrl_phy']
+    assert second - first >= 0.2 * hardware.PAUSE_STORM_RATE
+
+
+def test_gpus(node):
+    node_dir, profile, _state = node
+    gpus = profile['hardware']['gpus']
+    xml = parser('nvidia', 'parse_nvidia_smi_xml')(tool_output(node_dir, 'nvidia-smi', '-q', '-x'))
+    assert xml['gpu_count'] == gpus['count_present'] and len(xml['gpus']) == gpus['count_present']
+    assert not xml['gpu_count_mismatch']
+    assert {gpu['name'] for gpu in xml['gpus']} == {gpus['model']}
+    topo = parser('nvidia', 'parse_nvidia_smi_topo')(tool_output(node_dir, 'nvidia-smi', 'topo', '-m'))
+    assert len([name for name in topo['devices'] if name.startswith('GPU')]) == gpus['count_present']
+    assert sorted(topo['nic_legend'].values()) == sorted(nic['name'] for nic in profile['hardware']['nics'])
+
+
+def test_kernel_log(node):
+    node_dir, profile, _state = node
+    parse = parser('kernel_log', 'parse_kernel_log')
+    for argv in (('journalctl', '-k', '--no-pager'), ('dmesg',)):
+        parsed = parse(tool_output(node_dir, *argv))
+        xid_codes = sorted(event.get('code') for event in parsed['xid'])
+        expected = [79] if profile['hardware']['gpus']['xid_lines'] else []
+        assert [int(code) for code in xid_codes] == expected
+        assert bool(parsed['fallen_off_bus']) == bool(expected)
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def test_perftest_bandwidth_per_hca(node):
+    node_dir, profile, _state = node
+    parse = parser('perftest', 'parse_perftest')
+    summarize = parser('perftest', 'summarize_perftest')
+    for nic in profile['hardware']['nics']:
+        if nic['state'] != 'ACTIVE':
+            proc = run_tool(node_dir, 'ib_write_bw', '-d', nic['name'], '127.0.0.1')
+            assert proc.returncode != 0
+            continue
+        port = str(_free_port())
+        env = dict(os.environ, NETVAL_LAB_NODE_DIR=str(node_dir), NETVAL_LAB_PERFTEST_WAIT='20')
+        server = subprocess.Popen([str(node_dir / 'bin' / 'ib_write_bw'), '-d', nic['name'], '-p', port, '-F'],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        try:
+            client = None
+            for _attempt in range(50):
+                client = run_tool(node_dir, 'ib_write_bw', '-d', nic['name'], '-p', port, '-F', '127.0.0.1')
+                if client.returncode == 0 or "Couldn't connect" not in client.stderr:
+                    break
+                time.sleep(0.1)
+            server_out, _err = server.communicate(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+        assert client.returncode == 0, client.stderr
+        assert server.returncode == 0
+        for text, side in ((client.stdout, 'client'), (server_out, 'server')):
+            parsed = parse(text)
+            assert parsed['device'] == nic['name'] and parsed['side'] == side
+            assert parsed['bw_unit'] and 'MB/sec' in parsed['bw_unit']
+            measured = summarize(parsed)['bw_avg_gbytes_s']
+            assert measured == pytest.approx(nic['bw_gbytes_s'], rel=0.005), (nic['name'], measured)
+            raw = parsed['results'][-1]['bw_avg']
+            assert raw * MIB / 1e9 == pytest.approx(nic['bw_gbytes_s'], rel=0.005)
+
+
+def _walk(value, path=()):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            for found in _walk(item, path + (str(key),)):
+                yield found
+    elif isinstance(value, list):
+        for item in value:
+            for found in _walk(item, path):
+                yield found
+    else:
+        yield path, value
+
+
+def test_nccl_transport_and_busbw(node, tmp_path):
+    node_dir, profile, _state = node
+    parse = parser('nccl', 'parse_nccl_tests')
+    hostfile = tmp_path / 'hostfile'
+    hostfile.write_text('node01 slots=1\npeer01 slots=1\n')
+    text = tool_output(node_dir, 'mpirun', '--allow-run-as-root', '-np', '2', '--hostfile', str(hostfile),
+                       '-x', 'NCCL_DEBUG=INFO', str(node_dir / 'bin' / 'all_reduce_perf'), '-b', '8', '-e', '8G', '-f', '2', '-g', '1')
+    nccl = profile['hardware']['nccl']
+    parsed = parse(text)
+    values = list(_walk(parsed))
+    busbw = [value for path, value in values if path and 'busbw' in path[-1].lower() and 'avg' not in '/'.join(path).lower()
+             and isinstance(value, (int, float))]
+    assert busbw and max(busbw) == pytest.approx(nccl['busbw_gbs'], rel=0.005)
+    transports = {value for path, value in values if path and ('transport' in path[-1].lower() or path[-1].lower() == 'network')
+                  and isinstance(value, str)}
+    assert nccl['transport'] in transports
+    assert ('Socket' in transports) == (nccl['transport'] == 'Socket')
+
+
+def test_dcgmi_results(node):
+    node_dir, profile, _state = node
+    parse = parser('dcgmi', 'parse_dcgmi_diag')
+    expected = profile['hardware']['dcgmi']['results']
+    proc = run_tool(node_dir, 'dcgmi', 'diag', '-r', '2')
+    assert proc.returncode == (226 if 'Fail' in [expected[t] for t in ('PCIe', 'GPU Memory')] else 0)
+    text = repr(parse(proc.stdout))
+    for test in ('Denylist', 'PCIe', 'GPU Memory'):
+        assert test in text
+    assert ('Fail' in text) == (expected['PCIe'] == 'Fail' or expected['GPU Memory'] == 'Fail')
+
+
+def test_lab_tools_run_under_system_python(tmp_path):
+    """The wrappers exec /usr/bin/python3 (what the lab nodes have), not the venv's interpreter."""
+    node_dir = tmp_path / 'node01'
+    hardware.materialize('healthy-100g', 'node01', 'new', str(node_dir), FABRIC)
+    with open(str(node_dir / 'bin' / 'ibstat'), encoding='utf-8') as handle:
+        wrapper = handle.read()
+    assert wrapper.startswith('#!/bin/sh\n') and 'exec /usr/bin/python3 -m netval_lab.tools ibstat "$@"' in wrapper
+    assert sys.executable != '/usr/bin/python3' or True
+    assert 'CA \'mlx5_0\'' in tool_output(node_dir, 'ibstat')

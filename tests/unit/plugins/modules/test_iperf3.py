@@ -1,0 +1,191 @@
+"""iperf3 module: client runs against recorded real outputs; server start/stop with the background helpers faked."""
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import background
+from ansible_collections.gpufleet.netval.plugins.modules import iperf3
+from tests.unit import fixtures
+from tests.unit.plugins.modules.utils import Call, run_module
+
+TIMEOUT = ['/usr/bin/timeout', '--kill-after=5']
+
+
+def out(name):
+    return fixtures.local('iperf3/iperf3_3.12_%s_netns_veth.txt' % name)
+
+
+def client_argv(extra=(), duration=3, timeout=None, parallel=1):
+    timeout = timeout if timeout is not None else duration + 30
+    return TIMEOUT + [str(timeout), '/usr/bin/iperf3', '-c', '10.213.77.2', '-p', '5201', '-t', str(duration),
+                      '-P', str(parallel), '-i', '1'] + list(extra) + ['-J']
+
+
+def test_client_tcp_parallel_success():
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'parallel': 4, 'duration': 3},
+                                calls=[Call(client_argv(parallel=4), 0, out('tcp_p4_client_json'))])
+    assert not failed, result
+    assert result['changed'] is False
+    assert result['received_bps'] == pytest.approx(16741964463.923893)
+    assert result['received_gbps'] == 16.742
+    assert result['retransmits'] == 0 and result['lost_percent'] is None
+    assert len(result['per_stream']) == 4 and result['streams'] == 4
+    assert result['min_interval_bps'] == pytest.approx(15701320036.157637)
+    assert result['cpu']['host_total'] > 90
+    assert result['cmd'] == '/usr/bin/iperf3 -c 10.213.77.2 -p 5201 -t 3 -P 4 -i 1 -J'
+
+
+def test_client_udp_reverse_bind_omit_argv_and_loss():
+    args = {'role': 'client', 'server': '10.213.77.2', 'duration': 3, 'udp': True, 'bandwidth': '1G', 'omit': 1,
+            'bind': '10.213.77.1', 'reverse': True, 'timeout': 20}
+    argv = client_argv(['-O', '1', '-B', '10.213.77.1', '-R', '-u', '-b', '1G'], timeout=20)
+    result, failed = run_module(iperf3.main, args, calls=[Call(argv, 0, out('udp_1g_client_json'))])
+    assert not failed, result
+    assert result['lost_percent'] == pytest.approx(1.0739856801909309) and result['protocol'] == 'udp'
+
+
+def test_client_text_output_when_json_false():
+    argv = client_argv()[:-1]
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3, 'json': False},
+                                calls=[Call(argv, 0, out('tcp_reverse_client_text'))])
+    assert not failed and result['received_bps'] == 15.0e9 and result['result']['received_printed'] == '15.0 Gbits/sec'
+
+
+def test_client_missing_tool_names_package():
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.0.0.2'}, missing=('iperf3',))
+    assert failed and "'iperf3'" in result['msg'] and 'iperf3' in result['msg'] and 'package' in result['msg']
+
+
+@pytest.mark.parametrize('name,cause', [('refused', 'connect_refused'), ('noroute', 'no_route'), ('busy', 'server_busy')])
+def test_client_real_json_errors_with_rc_0_fail_with_cause(name, cause):
+    # iperf 3.12 exits 0 when -J is given and the test never ran: the error field decides
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
+                                calls=[Call(client_argv(), 0, out('error_%s_json' % name))])
+    assert failed and result['cause'] == cause
+    assert iperf3.hostname() in result['msg']
+    assert '/usr/bin/iperf3 -c 10.213.77.2 -p 5201' in result['msg'] and cause in result['msg']
+
+
+def test_client_text_error_on_stderr_rc_1():
+    argv = client_argv()[:-1]
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3, 'json': False},
+                                calls=[Call(argv, 1, '', out('error_refused_text'))])
+    assert failed and result['cause'] == 'connect_refused' and result['rc'] == 1
+    assert 'Connection refused' in result['msg'] and iperf3.hostname() in result['msg']
+
+
+def test_client_timeout():
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
+                                calls=[Call(client_argv(), 124, '', '')])
+    assert failed and result['cause'] == 'timeout' and 'within 33 s' in result['msg'] and result['timed_out']
+
+
+def test_client_tool_failure_without_error_text():
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
+                                calls=[Call(client_argv(), 1, '', 'Segmentation fault')])
+    assert failed and result['cause'] == 'tool_failed' and 'rc=1' in result['msg'] and iperf3.hostname() in result['msg']
+
+
+def test_client_garbage_output_fails_cleanly():
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
+                                calls=[Call(client_argv(), 0, '{"half": ')])
+    assert failed and result['cause'] == 'parse_error' and 'iperf3 output' in result['msg']
+    assert 'Traceback' not in result['msg']
+
+
+def test_client_check_mode_runs_nothing():
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3}, check_mode=True)
+    assert not failed and result['_ran'] == [] and result['changed'] is False
+    assert result['cmd'].startswith('/usr/bin/iperf3 -c 10.213.77.2')
+
+
+@pytest.mark.parametrize('args,words', [
+    ({'role': 'client', 'server': 'bad host;rm'}, 'server must be a host name'),
+    ({'role': 'client', 'server': '10.0.0.2', 'port': 70000}, 'port must be 1-65535'),
+    ({'role': 'client', 'server': '10.0.0.2', 'parallel': 0}, 'parallel must be 1-128'),
+    ({'role': 'client', 'server': '10.0.0.2', 'bandwidth': '10 gig'}, 'bandwidth must look like'),
+    ({'role': 'client', 'server': '10.0.0.2', 'bind': 'eth0'}, 'bind must be an IP address'),
+    ({'role': 'client', 'server': '10.0.0.2', 'duration': 5, 'omit': 9}, 'omit must be 0-5'),
+    ({'role': 'server', 'state': 'stopped'}, 'pid is required'),
+])
+def test_bad_options_fail_clearly(args, words):
+    result, failed = run_module(iperf3.main, args)
+    assert failed and words in result['msg'] and result['_ran'] == []
+
+
+def test_server_start(monkeypatch):
+    seen = {}
+
+    def fake_start(argv, log_path, port, **kwargs):
+        seen.update(argv=argv, log_path=log_path, port=port)
+        return {'pid': 4242, 'pgid': 4242, 'log_path': log_path, 'port': port, 'argv': argv}
+
+    monkeypatch.setattr(background, 'start_server', fake_start)
+    result, failed = run_module(iperf3.main, {'role': 'server', 'port': 5202, 'bind': '10.213.77.2', 'log_path': '/tmp/x.log'})
+    assert not failed, result
+    assert seen == {'argv': ['/usr/bin/iperf3', '-s', '-1', '-p', '5202', '-B', '10.213.77.2', '-J'],
+                    'log_path': '/tmp/x.log', 'port': 5202}
+    assert result['pid'] == 4242 and result['changed'] is True and result['port'] == 5202
+    assert result['cmd'] == '/usr/bin/iperf3 -s -1 -p 5202 -B 10.213.77.2 -J'
+
+
+def test_server_start_port_in_use(monkeypatch):
+    def fake_start(argv, log_path, port, **kwargs):
+        raise background.ServerError('TCP port %d is already in use on this host' % port)
+
+    monkeypatch.setattr(background, 'start_server', fake_start)
+    result, failed = run_module(iperf3.main, {'role': 'server'})
+    assert failed and result['cause'] == 'port_in_use'
+    assert iperf3.hostname() in result['msg'] and '/usr/bin/iperf3 -s -1 -p 5201 -J' in result['msg']
+
+
+def test_server_start_missing_tool():
+    result, failed = run_module(iperf3.main, {'role': 'server'}, missing=('iperf3',))
+    assert failed and 'iperf3' in result['msg'] and 'package' in result['msg']
+
+
+def test_server_start_check_mode_starts_nothing(monkeypatch):
+    monkeypatch.setattr(background, 'start_server', lambda *a, **k: pytest.fail('started in check mode'))
+    result, failed = run_module(iperf3.main, {'role': 'server'}, check_mode=True)
+    assert not failed and result['changed'] is True and result['pid'] is None
+
+
+def test_server_stop_parses_its_report(monkeypatch, tmp_path):
+    log = tmp_path / 'server.log'
+    log.write_text(out('tcp_p4_server_json'))
+    monkeypatch.setattr(background, 'pid_alive', lambda pid: False)
+    monkeypatch.setattr(background, 'stop_server', lambda pid, log_path, wait_exit=0.0: {
+        'stopped': True, 'was_running': False, 'output': log.read_text()})
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242, 'log_path': str(log)})
+    assert not failed, result
+    assert result['stopped'] is True and result['was_running'] is False and result['changed'] is False
+    assert result['received_bps'] == pytest.approx(16741964463.923893) and result['sent_bps'] is None
+
+
+def test_server_stop_refuses_a_pid_that_is_not_iperf3(monkeypatch):
+    monkeypatch.setattr(background, 'pid_alive', lambda pid: True)
+    monkeypatch.setattr(iperf3, 'is_iperf3_process', lambda pid: False)
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: pytest.fail('signalled a foreign process'))
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242})
+    assert failed and result['cause'] == 'not_iperf3' and iperf3.hostname() in result['msg']
+
+
+def test_server_stop_that_leaves_processes_fails(monkeypatch):
+    monkeypatch.setattr(background, 'pid_alive', lambda pid: True)
+    monkeypatch.setattr(iperf3, 'is_iperf3_process', lambda pid: True)
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: {'stopped': False, 'was_running': True, 'output': ''})
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242})
+    assert failed and result['cause'] == 'stop_failed' and 'still running' in result['msg']
+
+
+def test_server_stop_check_mode_signals_nothing(monkeypatch):
+    monkeypatch.setattr(background, 'pid_alive', lambda pid: True)
+    monkeypatch.setattr(iperf3, 'is_iperf3_process', lambda pid: True)
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: pytest.fail('stopped in check mode'))
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242}, check_mode=True)
+    assert not failed and result['changed'] is True
+
+
+def test_server_stop_with_garbage_log_warns_but_stops(monkeypatch):
+    monkeypatch.setattr(background, 'pid_alive', lambda pid: False)
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: {'stopped': True, 'was_running': False, 'output': 'garbage\n'})
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242, 'log_path': '/tmp/none.log'})
+    assert not failed and result['result'] is None and result['stopped'] is True

@@ -1,0 +1,116 @@
+"""jumbo_ping module against recorded real ping outputs; the interface MTU comes from a small sysfs tree."""
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.modules import jumbo_ping
+from tests.unit import fixtures
+from tests.unit.plugins.modules.utils import Call, run_module
+
+
+def out(name):
+    return fixtures.local('ping/iputils_ping_%s.txt' % name)
+
+
+def ping_argv(size, dest, count=5, extra=(), timeout=16):
+    return ['/usr/bin/timeout', '--kill-after=5', str(timeout), '/usr/bin/ping', '-M', 'do', '-s', str(size),
+            '-c', str(count), '-W', '1'] + list(extra) + [dest]
+
+
+def sysfs(tmp_path, iface='nvcap-va', mtu='9000\n'):
+    (tmp_path / 'class' / 'net' / iface).mkdir(parents=True)
+    (tmp_path / 'class' / 'net' / iface / 'mtu').write_text(mtu)
+    return str(tmp_path)
+
+
+def test_size_from_interface_mtu_and_pass(tmp_path):
+    args = {'dest': '10.213.77.2', 'interface': 'nvcap-va', 'sysfs_root': sysfs(tmp_path)}
+    calls = [Call(ping_argv(8972, '10.213.77.2', extra=['-I', 'nvcap-va']), 0, out('jumbo_8972_mtu9000_ok_netns_veth'))]
+    result, failed = run_module(jumbo_ping.main, args, calls=calls)
+    assert not failed, result
+    assert result['passed'] is True and result['size'] == 8972 and result['mtu'] == 9000 and result['mtu_source'] == 'interface'
+    assert result['received'] == 5 and result['rtt_avg_ms'] == 0.063 and result['changed'] is False
+
+
+def test_frag_needed_is_a_result_not_a_crash():
+    calls = [Call(ping_argv(8972, '10.213.77.1'), 1, '', out('jumbo_8972_local_error_mtu1500_netns_veth'))]
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.213.77.1', 'mtu': 9000}, calls=calls)
+    assert not failed, result
+    assert result['passed'] is False and result['frag_needed'] is True and result['path_mtu'] == 1500
+    assert result['reason'].startswith('fragmentation needed: path MTU 1500 < 9000 (size 8972)')
+    assert result['rc'] == 1
+
+
+def test_unreachable_rc_2_reason():
+    calls = [Call(ping_argv(1472, '10.213.77.99', count=6), 1, out('jumbo_host_unreachable_in_subnet_netns_veth'), '')]
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.213.77.99', 'size': 1472, 'count': 6, 'timeout': 16}, calls=calls)
+    assert not failed and result['unreachable'] is True and result['passed'] is False
+    assert result['reason'].startswith('100% loss: 10.213.77.99 unreachable')
+
+
+def test_network_unreachable_rc_2():
+    calls = [Call(ping_argv(8972, '10.99.0.1'), 2, '', out('network_unreachable_no_route_netns'))]
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.99.0.1', 'mtu': 9000}, calls=calls)
+    assert not failed and result['unreachable'] is True and 'Network is unreachable' in result['reason']
+
+
+def test_fail_on_loss_names_host_command_and_reason():
+    calls = [Call(ping_argv(8972, '10.213.77.2'), 1, out('jumbo_8972_peer_mtu1500_enobufs_netns_veth'))]
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.213.77.2', 'mtu': 9000, 'fail_on_loss': True}, calls=calls)
+    assert failed
+    assert jumbo_ping.hostname() in result['msg']
+    assert '/usr/bin/ping -M do -s 8972 -c 5 -W 1 10.213.77.2' in result['msg']
+    assert '100% loss' in result['msg'] and result['passed'] is False
+
+
+def test_interval_deadline_and_ipv6_headers():
+    argv = ping_argv(8952, 'fd00::2', count=3, extra=['-i', '0.2', '-w', '5'], timeout=15)
+    result, failed = run_module(jumbo_ping.main, {'dest': 'fd00::2', 'mtu': 9000, 'count': 3, 'interval': 0.2, 'deadline': 5},
+                                calls=[Call(argv, 0, 'PING fd00::2(fd00::2) 8952 data bytes\n\n--- fd00::2 ping statistics ---\n'
+                                                     '3 packets transmitted, 3 received, 0% packet loss, time 400ms\n')])
+    assert not failed and result['passed'] is True and result['size'] == 8952
+
+
+def test_missing_ping_names_package():
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.0.0.2', 'mtu': 9000}, missing=('ping',))
+    assert failed and "'ping'" in result['msg'] and 'iputils-ping' in result['msg']
+
+
+def test_ping_crash_rc_names_host_and_command():
+    calls = [Call(ping_argv(8972, '10.0.0.2'), 139, '', 'Segmentation fault')]
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.0.0.2', 'mtu': 9000}, calls=calls)
+    assert failed and 'rc=139' in result['msg'] and jumbo_ping.hostname() in result['msg'] and '/usr/bin/ping -M do' in result['msg']
+
+
+def test_timeout():
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.0.0.2', 'mtu': 9000}, calls=[Call(ping_argv(8972, '10.0.0.2'), 124)])
+    assert failed and result['cause'] == 'timeout' and 'timed out' in result['msg']
+
+
+def test_garbage_output_fails_cleanly():
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.0.0.2', 'mtu': 9000},
+                                calls=[Call(ping_argv(8972, '10.0.0.2'), 0, 'something else entirely\n')])
+    assert failed and 'could not be parsed' in result['msg'] and 'ping output' in result['msg']
+
+
+def test_missing_interface_in_sysfs(tmp_path):
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.0.0.2', 'interface': 'ens9', 'sysfs_root': str(tmp_path)})
+    assert failed and 'ens9' in result['msg'] and str(tmp_path) in result['msg'] and result['_ran'] == []
+
+
+def test_check_mode_still_measures(tmp_path):
+    calls = [Call(ping_argv(8972, '10.213.77.2', extra=['-I', 'nvcap-va']), 0, out('jumbo_8972_mtu9000_ok_netns_veth'))]
+    result, failed = run_module(jumbo_ping.main, {'dest': '10.213.77.2', 'interface': 'nvcap-va', 'sysfs_root': sysfs(tmp_path)},
+                                calls=calls, check_mode=True)
+    assert not failed and result['passed'] is True and result['changed'] is False
+
+
+@pytest.mark.parametrize('args,words', [
+    ({'dest': '10.0.0.2; reboot', 'mtu': 9000}, 'dest must be an IP address'),
+    ({'dest': '10.0.0.2', 'interface': '../../etc'}, 'interface must be'),
+    ({'dest': '10.0.0.2', 'mtu': 20}, 'mtu must be 68-65535'),
+    ({'dest': '10.0.0.2', 'size': 70000}, 'size must be 0-65507'),
+    ({'dest': '10.0.0.2', 'mtu': 9000, 'count': 0}, 'count must be 1-1000'),
+    ({'dest': '10.0.0.2'}, 'one of the following is required'),
+])
+def test_bad_options_fail_clearly(args, words):
+    result, failed = run_module(jumbo_ping.main, args)
+    assert failed and words in result['msg'] and result['_ran'] == []

@@ -1,0 +1,98 @@
+"""mlx_fw_info runs flint/mlxconfig (or mstflint/mstconfig); every case lists the exact argv."""
+import os
+
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.modules import mlx_fw_info
+from tests.unit import fixtures
+from tests.unit.plugins.modules.utils import Call, run_module
+
+T = ['/usr/bin/timeout', '--kill-after=5', '120']
+FLINT = fixtures.shared('flint/flint_query_cx4_fs3_terrencemiao.txt')
+MLXCONFIG = fixtures.local('mlx/mlxconfig_e_q_cx7_sriov_pending_cqe_balanced_synthetic.txt')
+MSTCONFIG = fixtures.local('mlx/mstconfig_q_cx5_next_boot_only_cqe_aggressive_synthetic.txt')
+
+
+def sysfs(tmp_path):
+    """/sys/class/infiniband/<dev>/device -> ../../../devices/pci0000:00/<bdf>, as the kernel links it."""
+    for rdma, bdf in (('mlx5_0', '0000:af:00.0'), ('mlx5_1', '0000:af:00.1')):
+        target = tmp_path / 'devices' / 'pci0000:00' / bdf
+        target.mkdir(parents=True)
+        (tmp_path / 'class' / 'infiniband' / rdma).mkdir(parents=True)
+        os.symlink(str(target), str(tmp_path / 'class' / 'infiniband' / rdma / 'device'))
+    return str(tmp_path)
+
+
+def test_default_devices_from_sysfs_with_mft(tmp_path):
+    calls = []
+    for bdf in ('0000:af:00.0', '0000:af:00.1'):
+        calls += [Call(T + ['/usr/bin/flint', '-d', bdf, 'q'], out=FLINT), Call(T + ['/usr/bin/mlxconfig', '-d', bdf, 'q'], out=MLXCONFIG)]
+    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls)
+    assert not failed, result
+    dev = result['devices']['0000:af:00.0']
+    assert dev['tool'] == 'mft' and dev['tools'] == {'firmware': 'flint', 'config': 'mlxconfig'}
+    assert dev['firmware']['fw_version'] == '12.28.2006' and dev['firmware']['psid'] == 'LNV2180110032'
+    assert dev['config']['pending_changes'] == ['NUM_OF_VFS', 'SRIOV_EN']
+    assert dev['cqe_compression']['mode'] == 'BALANCED' and dev['cqe_compression']['enabled'] is True
+    assert result['changed'] is False
+
+
+def test_auto_falls_back_to_mstflint():
+    calls = [Call(T + ['/usr/bin/mstflint', '-d', 'mlx5_0', 'q'], out=FLINT),
+             Call(T + ['/usr/bin/mstconfig', '-d', 'mlx5_0', 'q'], out=MSTCONFIG)]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0']}, calls=calls, missing=('flint', 'mlxconfig'))
+    assert not failed, result
+    dev = result['devices']['mlx5_0']
+    assert dev['tool'] == 'mstflint' and dev['cqe_compression']['mode'] == 'AGGRESSIVE'
+
+
+def test_explicit_mstflint_without_config():
+    calls = [Call(T + ['/usr/bin/mstflint', '-d', '/dev/mst/mt4129_pciconf0', 'q'], out=FLINT)]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['/dev/mst/mt4129_pciconf0'], 'tool': 'mstflint',
+                                                   'query_config': False}, calls=calls)
+    assert not failed, result
+    dev = result['devices']['/dev/mst/mt4129_pciconf0']
+    assert dev['config'] is None and dev['cqe_compression'] is None
+
+
+def test_neither_tool_names_both_packages():
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['af:00.0']}, missing=('flint', 'mstflint', 'mlxconfig', 'mstconfig'))
+    assert failed and 'flint' in result['msg'] and 'mstflint' in result['msg']
+    assert 'mft (NVIDIA Firmware Tools)' in result['msg'] and 'package mstflint' in result['msg']
+
+
+def test_explicit_mft_missing_names_mft():
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['af:00.0'], 'tool': 'mft'}, missing=('flint',))
+    assert failed and "'flint'" in result['msg'] and 'mft (NVIDIA Firmware Tools)' in result['msg']
+
+
+def test_no_devices_gives_empty_without_tools(tmp_path):
+    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': str(tmp_path)}, missing=('flint', 'mstflint'))
+    assert not failed and result['devices'] == {} and result['_ran'] == []
+
+
+def test_tool_failure_names_host_command_rc():
+    calls = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.0', 'q'], rc=3,
+                  err='-E- Cannot open Device: 0000:af:00.0. No such file or directory. MFE_CR_ERROR\n')]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['0000:af:00.0']}, calls=calls)
+    assert failed
+    assert '/usr/bin/flint -d 0000:af:00.0 q' in result['msg'] and 'rc=3' in result['msg'] and 'Cannot open' in result['msg']
+
+
+def test_garbage_output_fails_cleanly():
+    calls = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.0', 'q'], out='Segmentation fault\n')]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['0000:af:00.0']}, calls=calls)
+    assert failed and 'could not be parsed' in result['msg'] and 'flint output' in result['msg']
+
+
+@pytest.mark.parametrize('device', ['/dev/sda', 'af:00.0; rm -rf /', '0000:zz:00.0', '-d'])
+def test_bad_devices_are_refused(device):
+    result, failed = run_module(mlx_fw_info.main, {'devices': [device]})
+    assert failed and 'invalid device' in result['msg'] and result['_ran'] == []
+
+
+def test_check_mode_still_queries():
+    calls = [Call(T + ['/usr/bin/flint', '-d', 'mlx5_0', 'q'], out=FLINT),
+             Call(T + ['/usr/bin/mlxconfig', '-d', 'mlx5_0', 'q'], out=MLXCONFIG)]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0']}, calls=calls, check_mode=True)
+    assert not failed and len(result['_ran']) == 2

@@ -1,0 +1,106 @@
+"""nic_info runs ethtool per netdev; every case lists the exact argv."""
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.modules import nic_info
+from tests.unit import fixtures
+from tests.unit.plugins.modules.utils import Call, run_module
+
+T = ['/usr/bin/timeout', '--kill-after=5', '15', '/usr/bin/ethtool']
+LINK = fixtures.shared('ethtool/ethtool_link_settings_cx4_100g_dac_terrencemiao.txt')
+DRIVER = fixtures.shared('ethtool/ethtool_i_mlx5_core_cx4_ethq8.txt')
+RING = fixtures.local('ethtool/ethtool_g_mlx5_ring_1024_of_8192_synthetic.txt')
+CHANNELS = fixtures.local('ethtool/ethtool_l_mlx5_combined_24_of_63_synthetic.txt')
+PAUSE = fixtures.local('ethtool/ethtool_a_mlx5_pause_rx_tx_on_synthetic.txt')
+NOT_SUPPORTED = fixtures.local('ethtool/ethtool_g_veth_stderr_not_supported.txt')
+
+
+def sysfs(tmp_path):
+    for rdma, netdev in (('mlx5_0', 'ens3np0'), ('mlx5_1', 'ens4np0')):
+        (tmp_path / 'class' / 'infiniband' / rdma / 'device' / 'net' / netdev).mkdir(parents=True)
+    return str(tmp_path)
+
+
+def base_calls(dev):
+    return [Call(T + [dev], out=LINK), Call(T + ['-i', dev], out=DRIVER), Call(T + ['-g', dev], out=RING),
+            Call(T + ['-l', dev], out=CHANNELS), Call(T + ['-a', dev], out=PAUSE)]
+
+
+def test_discovers_rdma_netdevs(tmp_path):
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path)},
+                                calls=base_calls('ens3np0') + base_calls('ens4np0'))
+    assert not failed, result
+    assert result['netdevs'] == ['ens3np0', 'ens4np0']
+    nic = result['nics']['ens3np0']
+    assert nic['rdma_device'] == 'mlx5_0'
+    assert nic['link']['speed_mbps'] == 100000 and nic['driver']['driver'] == 'mlx5_core'
+    assert nic['ring']['current']['rx'] == 1024 and nic['channels']['current']['combined'] == 24
+    assert nic['pause']['rx'] is True and nic['errors'] == {}
+    assert 'counters' not in nic and result['changed'] is False
+
+
+def test_counters_features_and_include(tmp_path):
+    stats = fixtures.local('ethtool/ethtool_S_veth.txt')
+    features = fixtures.local('ethtool/ethtool_k_veth.txt')
+    calls = base_calls('bond0') + [Call(T + ['-k', 'bond0'], out=features), Call(T + ['-S', 'bond0'], out=stats)]
+    result, failed = run_module(nic_info.main, {'netdevs': [], 'include': ['bond0'], 'counters': True, 'features': True},
+                                calls=calls)
+    assert not failed, result
+    nic = result['nics']['bond0']
+    assert nic['counters']['counters']['peer_ifindex'] == 2 and isinstance(nic['timestamp'], float)
+    assert nic['features']['features']['highdma']['enabled'] is True
+    assert 'rdma_device' not in nic
+
+
+def test_unsupported_sections_are_null_with_error(tmp_path):
+    calls = [Call(T + ['h3v0'], out=fixtures.local('ethtool/ethtool_veth_link_up_10000.txt')),
+             Call(T + ['-i', 'h3v0'], out=fixtures.local('ethtool/ethtool_i_veth.txt')),
+             Call(T + ['-g', 'h3v0'], rc=1, err=NOT_SUPPORTED),
+             Call(T + ['-l', 'h3v0'], out=fixtures.local('ethtool/ethtool_l_veth_rx2_tx2.txt')),
+             Call(T + ['-a', 'h3v0'], rc=1, err=NOT_SUPPORTED)]
+    result, failed = run_module(nic_info.main, {'netdevs': ['h3v0']}, calls=calls)
+    assert not failed, result
+    nic = result['nics']['h3v0']
+    assert nic['ring'] is None and nic['pause'] is None
+    assert nic['errors'] == {'ring': 'netlink error: Operation not supported', 'pause': 'netlink error: Operation not supported'}
+    assert nic['channels']['maximum']['rx'] == 2
+
+
+def test_missing_ethtool_names_package():
+    result, failed = run_module(nic_info.main, {'netdevs': ['ens3np0']}, missing=('ethtool',))
+    assert failed and "'ethtool'" in result['msg'] and 'install package ethtool' in result['msg']
+
+
+def test_tool_failure_names_host_command_rc():
+    calls = [Call(T + ['ens9'], rc=1, err='netlink error: no device matches name (offset 24)\nnetlink error: No such device\n')]
+    result, failed = run_module(nic_info.main, {'netdevs': ['ens9']}, calls=calls)
+    assert failed
+    assert '/usr/bin/ethtool ens9' in result['msg'] and 'rc=1' in result['msg'] and 'No such device' in result['msg']
+    assert result['msg'].split(':')[0]  # host name first
+
+
+def test_timeout_fails():
+    result, failed = run_module(nic_info.main, {'netdevs': ['ens3np0']}, calls=[Call(T + ['ens3np0'], rc=124)])
+    assert failed and 'timed out' in result['msg']
+
+
+def test_garbage_output_fails_cleanly():
+    calls = [Call(T + ['ens3np0'], out='<html>proxy error</html>\n')]
+    result, failed = run_module(nic_info.main, {'netdevs': ['ens3np0']}, calls=calls)
+    assert failed and 'could not be parsed' in result['msg'] and 'ethtool output' in result['msg']
+
+
+@pytest.mark.parametrize('name', ['eth0; reboot', '', 'a' * 16, '../etc'])
+def test_bad_netdev_names_are_refused(name):
+    result, failed = run_module(nic_info.main, {'netdevs': [name]})
+    assert failed and 'invalid network interface name' in result['msg'] and result['_ran'] == []
+
+
+def test_check_mode_still_reads(tmp_path):
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'include': []},
+                                calls=base_calls('ens3np0') + base_calls('ens4np0'), check_mode=True)
+    assert not failed and len(result['_ran']) == 10
+
+
+def test_no_rdma_devices_gives_empty(tmp_path):
+    result, failed = run_module(nic_info.main, {'sysfs_root': str(tmp_path)})
+    assert not failed and result['nics'] == {} and result['_ran'] == []

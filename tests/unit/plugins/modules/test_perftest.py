@@ -1,0 +1,277 @@
+"""perftest module: the client through the run_module harness, the server with a real stand-in process."""
+import os
+import socket
+import sys
+import time
+
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import background
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
+from ansible_collections.gpufleet.netval.plugins.modules import perftest
+from tests.unit import fixtures
+from tests.unit.plugins.modules.utils import Call, run_module
+
+TIMEOUT = ['/usr/bin/timeout', '--kill-after=5']
+CLIENT = {'test': 'ib_write_bw', 'role': 'client', 'server': '10.0.0.2', 'device': 'mlx5_0', 'gid_index': 2, 'size': 8,
+          'duration': 60, 'report_gbits': True}
+CLIENT_ARGV = ['/usr/bin/ib_write_bw', '-d', 'mlx5_0', '-x', '2', '-s', '8', '-D', '60', '--report_gbits', '-p', '18515', '-F',
+               '10.0.0.2']
+
+
+def test_client_success_on_real_output():
+    out = fixtures.local('perftest/ib_write_bw_post_list_D60_8B_gbits_roce_issue273.txt')
+    result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=0, out=out)])
+    assert not failed, result
+    assert result['changed'] is False and result['error_class'] is None and result['timeout'] == 120
+    assert result['cmd'] == ' '.join(CLIENT_ARGV)
+    row = result['perftest']['results'][0]
+    assert (row['bytes'], row['bw_avg'], row['bw_peak']) == (8, 0.48, None)
+    assert result['summary']['bw_avg_gbps'] == 0.48
+
+
+def test_latency_client_defaults_to_300s_and_reads_stderr_warnings():
+    out = fixtures.shared('perftest/ib_read_lat_roce_cx5_gid12_macvlan_pod_spiderpool_doc.txt')
+    warn = [line for line in out.splitlines() if line.startswith('Conflicting')]
+    stdout = '\n'.join(line for line in out.splitlines() if not line.startswith('Conflicting'))
+    args = {'test': 'ib_read_lat', 'role': 'client', 'server': 'peer-01.lab', 'gid_index': 12}
+    argv = TIMEOUT + ['300', '/usr/bin/ib_read_lat', '-x', '12', '-p', '18515', '-F', 'peer-01.lab']
+    result, failed = run_module(perftest.main, args, calls=[Call(argv, rc=0, out=stdout, err='\n'.join(warn))])
+    assert not failed, result
+    assert result['summary']['t_typical_us'] == 7.04 and result['summary']['p99_us'] == 7.38
+    assert len(result['perftest']['warnings']) == 2
+
+
+def test_client_timeout_is_classified():
+    result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=124, out='', err='')])
+    assert failed and result['error_class'] == 'timeout'
+    assert hostname() in result['msg'] and ' '.join(CLIENT_ARGV) in result['msg'] and 'timeout' in result['msg']
+
+
+def test_missing_binary_names_tool_and_package():
+    result, failed = run_module(perftest.main, CLIENT, missing=('ib_write_bw',))
+    assert failed and result['_ran'] == []
+    assert 'ib_write_bw' in result['msg'] and 'perftest' in result['msg'] and hostname() in result['msg']
+
+
+def test_garbage_output_fails_cleanly():
+    result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=0, out='%%% garbage %%%\n')])
+    assert failed and 'could not be parsed' in result['msg'] and 'Traceback' not in result['msg']
+    assert hostname() in result['msg'] and result['error_class'] == 'unknown_error'
+
+
+def test_garbage_output_with_failing_rc():
+    result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=3, err='segfault?\n')])
+    assert failed and result['error_class'] == 'unknown_error' and 'rc=3' in result['msg']
+
+
+def test_connect_failure_is_classified_with_host_command_and_hint():
+    out = fixtures.local('perftest/ib_write_bw_connect_failed_pr228.txt')
+    result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=1, err=out)])
+    assert failed and result['error_class'] == 'connect_failed' and result['rc'] == 1
+    assert hostname() in result['msg'] and ' '.join(CLIENT_ARGV) in result['msg'] and 'connect_failed' in result['msg']
+    assert "Couldn't connect to" in result['msg']
+
+
+def test_qp_modify_failure_message_gives_the_gid_hint():
+    out = fixtures.local('perftest/ib_write_bw_qp_rtr_grh_required_issue393.txt')
+    result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=1, err=out)])
+    assert failed and 'QP modify failure: wrong GID index? check show_gids and pass gid_index' in result['msg']
+
+
+def test_header_without_results_is_a_failure():
+    out = fixtures.shared('perftest/ib_write_bw_bidir_D30_q2_ngc_multinode_issue108_truncated.txt')
+    result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=0, out=out)])
+    assert failed and result['error_class'] == 'unknown_error' and '0 result rows' in result['msg']
+
+
+def test_client_check_mode_runs_nothing():
+    result, failed = run_module(perftest.main, CLIENT, calls=[], check_mode=True)
+    assert not failed and result['_ran'] == [] and result['argv'] == CLIENT_ARGV and result['timeout'] == 120
+
+
+@pytest.mark.parametrize('args,needle', [
+    (dict(CLIENT, device='mlx5_0; reboot'), 'device'),
+    (dict(CLIENT, server='-oProxyCommand=x'), 'server'),
+    (dict(CLIENT, server=None), 'server'),
+    (dict(CLIENT, port=80), 'port 80'),
+    (dict(CLIENT, test='ib_send_lat', report_gbits=True), 'bandwidth tests only'),
+    (dict(CLIENT, connection='UD'), 'UD'),
+    ({'test': 'ib_write_bw', 'role': 'server', 'state': 'stopped'}, 'pid and log_path'),
+    ({'test': 'ib_write_bw', 'role': 'server', 'rdma_cm': True}, 'rdma_cm'),
+])
+def test_bad_parameters_fail_clearly(args, needle):
+    result, failed = run_module(perftest.main, args)
+    assert failed and needle in result['msg'] and hostname() in result['msg'] and result['_ran'] == []
+
+
+# --- server side: a real detached stand-in for ib_send_bw ------------------------------------------
+
+STAND_IN = r'''#!{python}
+import os, socket, subprocess, sys, time
+args = sys.argv[1:]
+port = int(args[args.index('-p') + 1])
+mode = [a for a in args if a.startswith('--standin=')][0].split('=', 1)[1]
+if mode == 'no-device':
+    sys.stderr.write(" Did not detect devices \n If device exists, check if driver is up\n Unable to find the Infiniband/RoCE device\n")
+    sys.exit(1)
+sock = socket.socket()
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(('127.0.0.1', port))
+sock.listen(1)
+print("\n************************************\n* Waiting for client to connect... *\n************************************", flush=True)
+if mode == 'hang':
+    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {marker!r}])
+    time.sleep(300)
+conn, _ = sock.accept()
+conn.close()
+print(open({table!r}).read(), flush=True)
+'''
+SERVER_TABLE = """---------------------------------------------------------------------------------------
+                    Send BW Test
+ Dual-port       : OFF\t\tDevice         : mlx5_0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ RX depth        : 512
+ CQ Moderation   : 1
+ Mtu             : 4096[B]
+ Link type       : IB
+ Max inline data : 0[B]
+ rdma_cm QPs\t : OFF
+ Data ex. method : Ethernet
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+ 65536      1000             0.00               46557.03\t\t     0.744912
+---------------------------------------------------------------------------------------
+"""
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def make_stand_in(tmp_path):
+    table = tmp_path / 'table.txt'
+    table.write_text(SERVER_TABLE)
+    script = tmp_path / 'ib_send_bw'
+    script.write_text(STAND_IN.replace('{python}', sys.executable).replace('{marker!r}', repr(str(tmp_path)))
+                      .replace('{table!r}', repr(str(table))))
+    script.chmod(0o755)
+    return script
+
+
+def ours_running(tmp_path):
+    """Processes whose command line mentions tmp_path: the stand-in and its child."""
+    found = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % name, 'rb') as handle:
+                cmdline = handle.read().decode('utf-8', 'replace')
+        except (IOError, OSError):
+            continue
+        if str(tmp_path) in cmdline and background.pid_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def server_args(tmp_path, port, mode, **extra):
+    args = {'test': 'ib_send_bw', 'role': 'server', 'port': port, 'log_dir': str(tmp_path), 'extra_args': ['--standin=%s' % mode]}
+    args.update(extra)
+    return args
+
+
+def test_server_one_test_start_and_stop(tmp_path, monkeypatch):
+    make_stand_in(tmp_path)
+    monkeypatch.setenv('PATH', '%s:%s' % (tmp_path, os.environ.get('PATH', '')))
+    port = free_port()
+    started, failed = run_module(perftest.main, server_args(tmp_path, port, 'one-test'), bin_dir=str(tmp_path))
+    try:
+        assert not failed, started
+        assert started['changed'] is True and started['port'] == port and started['_ran'] == []
+        assert started['cmd'] == '%s/ib_send_bw -p %d -F --standin=one-test' % (tmp_path, port)
+        assert background.pid_alive(started['pid']) and port in background.listening_ports()
+        client = socket.create_connection(('127.0.0.1', port), timeout=5)
+        client.close()
+        stopped, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped',
+                                                     'pid': started['pid'], 'log_path': started['log_path'], 'wait_exit': 10})
+        assert not failed, stopped
+        assert stopped['stopped'] is True and stopped['leftover'] is False
+        parsed = stopped['perftest']
+        assert parsed['side'] == 'server' and parsed['error_class'] is None
+        assert parsed['results'][0]['bw_avg'] == 46557.03 and parsed['results'][0]['bw_peak'] is None
+    finally:
+        background.stop_group(started['pid'])
+    assert background._group_members(started['pid']) == [] and ours_running(tmp_path) == []
+
+
+def test_server_that_hangs_is_killed_with_its_children(tmp_path, monkeypatch):
+    make_stand_in(tmp_path)
+    port = free_port()
+    started, failed = run_module(perftest.main, server_args(tmp_path, port, 'hang'), bin_dir=str(tmp_path))
+    assert not failed, started
+    try:
+        deadline = time.time() + 5
+        while len(ours_running(tmp_path)) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(ours_running(tmp_path)) >= 2
+        stopped, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped',
+                                                     'pid': started['pid'], 'log_path': started['log_path'], 'wait_exit': 0})
+        assert not failed, stopped
+        assert stopped['was_running'] is True and stopped['changed'] is True and stopped['leftover'] is False
+        assert stopped['perftest']['waiting_for_client'] is True and stopped['perftest']['results'] == []
+    finally:
+        background.stop_group(started['pid'])
+    assert background._group_members(started['pid']) == [] and ours_running(tmp_path) == []
+    assert port not in background.listening_ports()
+
+
+def test_server_port_in_use(tmp_path):
+    make_stand_in(tmp_path)
+    blocker = socket.socket()
+    blocker.bind(('127.0.0.1', 0))
+    blocker.listen(1)
+    port = blocker.getsockname()[1]
+    try:
+        result, failed = run_module(perftest.main, server_args(tmp_path, port, 'one-test'), bin_dir=str(tmp_path))
+    finally:
+        blocker.close()
+    assert failed and result['error_class'] == 'port_in_use'
+    assert hostname() in result['msg'] and str(port) in result['msg'] and 'ib_send_bw' in result['msg']
+    assert ours_running(tmp_path) == []
+
+
+def test_server_without_device_fails_classified(tmp_path):
+    make_stand_in(tmp_path)
+    result, failed = run_module(perftest.main, server_args(tmp_path, free_port(), 'no-device'), bin_dir=str(tmp_path))
+    assert failed and result['error_class'] == 'no_rdma_device' and 'ibv_devices' in result['msg']
+    assert ours_running(tmp_path) == []
+
+
+def test_server_check_mode_starts_nothing(tmp_path):
+    make_stand_in(tmp_path)
+    port = free_port()
+    result, failed = run_module(perftest.main, server_args(tmp_path, port, 'one-test'), bin_dir=str(tmp_path), check_mode=True)
+    assert not failed and result['changed'] is True and 'pid' not in result
+    assert ours_running(tmp_path) == [] and port not in background.listening_ports()
+    assert list(tmp_path.glob('perftest-*.log')) == []
+
+
+def test_stop_refuses_a_pid_that_is_not_the_server(tmp_path):
+    result, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'pid': os.getpid(),
+                                                'log_path': str(tmp_path / 'x.log')})
+    assert failed and 'not a ib_send_bw server' in result['msg']
+
+
+def test_stop_after_the_server_exited_by_itself(tmp_path):
+    log = tmp_path / 'srv.log'
+    log.write_text(SERVER_TABLE)
+    result, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'pid': 2 ** 22 + 4321,
+                                                'log_path': str(log), 'wait_exit': 0})
+    assert not failed and result['was_running'] is False and result['changed'] is False and result['leftover'] is False
+    assert result['perftest']['results'][0]['bytes'] == 65536
