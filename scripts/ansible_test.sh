@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 dest=$work/ansible_collections/gpufleet/netval
 mkdir -p "$dest"
 # Tracked files plus new files git does not ignore: exactly what would be committed.
-(cd "$root" && git ls-files -co --exclude-standard -z | rsync -a --from0 --files-from=- ./ "$dest/")
+(cd "$root" && git ls-files -co --exclude-standard -z | rsync -a --from0 --ignore-missing-args --files-from=- ./ "$dest/")
 "$venv/bin/python" "$root/scripts/prepare_ansible_test.py"
 cd "$dest"
 git init -q . && git add -A >/dev/null   # ansible-test lists a collection's files through git

@@ -249,9 +249,10 @@ def cmd_status(args):
         lab['profile'], lab['tier'], lab['nodes'], lab['peers'], lab.get('status')))
     say('%-8s %-5s %-13s %-5s %-44s %s' % ('HOST', 'ROLE', 'MGMT_IP', 'SSHD', 'FABRIC (link state/mtu/qdisc)', 'FAULTS'))
     for row in rows:
-        fabric = ' '.join('%s:%s/%s/%s' % (l['ifname'], 'up' if l['up'] else 'DOWN', l['mtu'], l['qdisc']) for l in row['links'])
-        say('%-8s %-5s %-13s %-5s %-44s %s' % (row['host'], row['role'], row['mgmt_ip'], 'up' if row['sshd'] else 'DOWN',
-                                              fabric, ','.join(row['faults']) or '-'))
+        fabric = ' '.join('%s:%s/%s/%s' % (entry['ifname'], 'up' if entry['up'] else 'DOWN', entry['mtu'], entry['qdisc'])
+                          for entry in row['links'])
+        sshd = 'up' if row['sshd'] else 'DOWN'
+        say('%-8s %-5s %-13s %-5s %-44s %s' % (row['host'], row['role'], row['mgmt_ip'], sshd, fabric, ','.join(row['faults']) or '-'))
     return 0
 
 

@@ -114,12 +114,15 @@ def parse_bdf(bdf):
 
 
 def pci_chain(bdf):
-    """Upstream chain of an endpoint: (host bridge dir, [root port, switch up, switch down]) BDFs."""
+    """Upstream chain of an endpoint: (host bridge dir, [root port, switch up, switch down]) BDFs.
+
+    Endpoints use device number 00; the bridges use 01/02/03 so that no bridge BDF collides with an endpoint.
+    """
     domain, bus = parse_bdf(bdf)[:2]
     if bus >= 3:
         top = bus - 3
-        return 'pci%04x:%02x' % (domain, top), ['%04x:%02x:01.0' % (domain, top), '%04x:%02x:00.0' % (domain, bus - 2),
-                                                 '%04x:%02x:00.0' % (domain, bus - 1)]
+        return 'pci%04x:%02x' % (domain, top), ['%04x:%02x:01.0' % (domain, top), '%04x:%02x:02.0' % (domain, bus - 2),
+                                                 '%04x:%02x:03.0' % (domain, bus - 1)]
     return 'pci%04x:00' % domain, ['%04x:00:01.0' % domain]
 
 

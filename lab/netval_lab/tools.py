@@ -144,13 +144,11 @@ def tool_ibstatus(state, args):
     for nic in nics:
         gid = nic['gids'][0]['gid'] if nic['gids'] else 'unknown'
         out("Infiniband device '%s' port 1 status:" % nic['name'])
-        out('\tdefault gid:\t %s' % gid)
-        out('\tbase lid:\t 0x%x' % nic['lid'])
-        out('\tsm lid:\t\t 0x%x' % nic['sm_lid'])
-        out('\tstate:\t\t %d: %s' % (state_num(nic), nic['state']))
-        out('\tphys state:\t %d: %s' % (phys_num(nic), nic['phys_state']))
-        out('\trate:\t\t %s' % nic['rate_text'])
-        out('\tlink_layer:\t %s' % nic['link_layer'])
+        for line in ('\tdefault gid:\t %s' % gid, '\tbase lid:\t 0x%x' % nic['lid'], '\tsm lid:\t\t 0x%x' % nic['sm_lid'],
+                     '\tstate:\t\t %d: %s' % (state_num(nic), nic['state']),
+                     '\tphys state:\t %d: %s' % (phys_num(nic), nic['phys_state']),
+                     '\trate:\t\t %s' % nic['rate_text'], '\tlink_layer:\t %s' % nic['link_layer']):
+            out(line.expandtabs(8))
         out('')
     return 0
 
@@ -207,8 +205,8 @@ def _pci_devices(state):
     def chain(bdf, max_gts, width, current_gts):
         domain, bus = int(bdf[:4], 16), int(bdf[5:7], 16)
         if bus >= 3:
-            ports = [('%04x:%02x:01.0' % (domain, bus - 3), 'root'), ('%04x:%02x:00.0' % (domain, bus - 2), 'up'),
-                     ('%04x:%02x:00.0' % (domain, bus - 1), 'down')]
+            ports = [('%04x:%02x:01.0' % (domain, bus - 3), 'root'), ('%04x:%02x:02.0' % (domain, bus - 2), 'up'),
+                     ('%04x:%02x:03.0' % (domain, bus - 1), 'down')]
         else:
             ports = [('%04x:00:01.0' % domain, 'root')]
         for index, (port, kind) in enumerate(ports):

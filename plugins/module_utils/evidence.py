@@ -31,7 +31,7 @@ class EvidenceError(Exception):
 def safe_relpath(name):
     """A relative path made of safe components (no '..', no absolute paths)."""
     parts = [p for p in str(name).split('/') if p]
-    if not parts or any(not _SAFE_NAME.match(p) for p in parts):
+    if str(name).startswith('/') or not parts or any(not _SAFE_NAME.match(p) for p in parts):
         raise EvidenceError('unsafe evidence file name %r' % (name,))
     return os.path.join(*parts)
 
@@ -55,6 +55,7 @@ def write_manifest(folder):
             if rel == MANIFEST:
                 continue
             entries.append((sha256_file(path), rel))
+    entries.sort(key=lambda entry: entry[1])
     with open(os.path.join(folder, MANIFEST), 'w') as handle:
         for digest, rel in entries:
             handle.write('%s  %s\n' % (digest, rel))

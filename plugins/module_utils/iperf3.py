@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
@@ -43,7 +44,8 @@ def _num(value):
     """A JSON number as float, None for anything else (bools, strings, null)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def _int(value):
@@ -104,9 +106,15 @@ def parse_iperf3(text):
     """
     text = require_text(TOOL, text)
     stripped = text.strip()
-    if stripped.startswith('{'):
-        return _parse_json(stripped)
-    return _parse_text(text)
+    try:
+        if stripped.startswith('{'):
+            return _parse_json(stripped)
+        return _parse_text(text)
+    except ParseError:
+        raise
+    except (OverflowError, ValueError) as exc:
+        # absurd numbers (thousands of digits, 1e400): not an iperf3 output we can read
+        raise ParseError(TOOL, 'a number is out of range (%s)' % exc)
 
 
 def _decode_json(stripped):

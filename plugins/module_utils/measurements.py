@@ -86,7 +86,7 @@ def perftest_bw(result, subject, metric, peer):
     printed = row.get('bw_avg_as_printed')
     unit = row.get('bw_unit') or result.get('bw_unit')
     if entry['value'] is not None:
-        entry['as_printed'] = '%.2f %s (perftest printed %s %s)' % (entry['value'], entry['unit'], printed, unit)
+        entry['as_printed'] = '%s %s (perftest printed %s %s)' % (round(float(entry['value']), 2), entry['unit'], printed, unit)
     error = _error_of(result)
     if error:
         entry['error'] = error
@@ -114,7 +114,7 @@ def iperf3(result, subject, metric, peer):
         entry['error'] = _error_of(result) or 'no receiver figure in the iperf3 output'
         return entry
     entry['value'], entry['unit'] = float(bps) / 1e9, 'Gb/s'
-    entry['as_printed'] = '%.2f Gb/s received (%s bits/s, %s retransmits)' % (entry['value'], int(bps), result.get('retransmits'))
+    entry['as_printed'] = '%s Gb/s received (%s bits/s, %s retransmits)' % (round(entry['value'], 2), int(bps), result.get('retransmits'))
     text = result.get('stdout') or ''
     entry['verbatim'] = [line.rstrip() for line in text.splitlines() if 'receiver' in line or 'SUM' in line][-3:]
     return entry
@@ -188,7 +188,7 @@ def pause_rates(snapshots, subject, metric, peer):
         entry['value'] = max(pause.values()) if pause else 0.0
         entry['unit'] = '/s'
         top = sorted(pause.items(), key=lambda kv: -kv[1])[:3]
-        entry['as_printed'] = '%.0f pause frames/s over %.0f s (%s)' % (entry['value'], seconds, ', '.join(
+        entry['as_printed'] = '%s pause frames/s over %s s (%s)' % (int(round(entry['value'])), int(round(seconds)), ', '.join(
             '%s +%s' % (k, (deltas.get('deltas') or {}).get(k)) for k, _v in top) or 'no pause counters')
         entries.append(entry)
     return entries

@@ -64,6 +64,16 @@ def parse_ping(text):
     explained by fragmentation.
     """
     text = require_text(TOOL, text)
+    try:
+        return _parse(text)
+    except ParseError:
+        raise
+    except (OverflowError, ValueError) as exc:
+        # absurd numbers (thousands of digits): not a ping output we can read
+        raise ParseError(TOOL, 'a number is out of range (%s)' % exc)
+
+
+def _parse(text):
     header = _HEADER_RE.search(text)
     stats_head = _STATS_HEAD_RE.search(text)
     sent = _SENT_RE.search(text)

@@ -27,6 +27,14 @@ options:
     description: Root of the procfs tree to read.
     type: path
     default: /proc
+  irq_devices:
+    description:
+      - PCI addresses (C(0000:1b:00.0)) of NICs whose interrupt placement to check against the NIC's NUMA node.
+      - Each IRQ whose name carries the address (mlx5 names them C(mlx5_comp3@pci:0000:1b:00.0)) is compared with the
+        node's C(local_cpulist).
+    type: list
+    elements: str
+    default: []
 notes:
   - Supports check mode; it only reads.
 attributes:
@@ -73,6 +81,11 @@ no_turbo:
   description: Value of intel_pstate/no_turbo as a boolean, null when the file does not exist.
   returned: always
   type: bool
+irq_placement:
+  description: Per PCI address in I(irq_devices), its IRQs, their affinity, which are off the NIC's NUMA node, and the local fraction.
+  returned: always
+  type: dict
+  sample: {"0000:1b:00.0": {"numa_node": 0, "count": 2, "off_node": ["87"], "fraction_local": 0.5, "irqs": []}}
 memlock:
   description: Max locked memory of the module's process in bytes (soft and hard), or the string unlimited.
   returned: always
@@ -81,11 +94,15 @@ memlock:
 '''
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning
+from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning, irq
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
+
+
+_BDF = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
 
 
 def _read(module, path, required=True):
@@ -103,6 +120,7 @@ def main():
         argument_spec=dict(
             sysfs_root=dict(type='path', default='/sys'),
             procfs_root=dict(type='path', default='/proc'),
+            irq_devices=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -124,6 +142,23 @@ def main():
     except ParseError as exc:
         module.fail_json(msg='%s: %s (read from %s)' % (hostname(), exc, ', '.join(sorted(sources.values()))))
 
+    placement = {}
+    if module.params['irq_devices']:
+        sources['interrupts'] = os.path.join(procfs, 'interrupts')
+        try:
+            interrupts = irq.parse_proc_interrupts(_read(module, sources['interrupts']))
+        except ParseError as exc:
+            module.fail_json(msg='%s: %s (read from %s)' % (hostname(), exc, sources['interrupts']))
+        for bdf in module.params['irq_devices']:
+            if not _BDF.match(bdf):
+                module.fail_json(msg='%s: irq_devices entry %r is not a PCI address like 0000:1b:00.0' % (hostname(), bdf))
+            numa = irq.read_pci_numa(bdf, sysfs)
+            pattern = re.escape(bdf)
+            owned = [number for number, info in interrupts['irqs'].items() if re.search(pattern, info.get('name') or '')]
+            affinity = irq.read_irq_affinity(owned, procfs)
+            placement[bdf] = dict(irq.irq_placement(interrupts, affinity, numa.get('local_cpulist'), pattern),
+                                  numa_node=numa.get('numa_node'))
+
     hugepages = dict(meminfo['hugepages'])
     hugepages['pools_kib'] = host_tuning.read_hugepage_pools(sysfs)
 
@@ -135,6 +170,7 @@ def main():
         cpu_governor=host_tuning.summarize_governors(host_tuning.read_cpu_governors(sysfs)),
         no_turbo=host_tuning.read_no_turbo(sysfs),
         memlock=limits['memlock_bytes'],
+        irq_placement=placement,
     )
 
 

@@ -170,6 +170,26 @@ received_gbps:
   returned: role=client
   type: float
   sample: 93.1
+sent_gbps:
+  description: RV(sent_bps) in Gbit/s (1e9), rounded to 3 decimals.
+  returned: role=client
+  type: float
+min_interval_gbps:
+  description: RV(min_interval_bps) in Gbit/s (1e9), rounded to 3 decimals.
+  returned: role=client
+  type: float
+protocol:
+  description: V(tcp) or V(udp), as iperf3 reported it.
+  returned: role=client
+  type: str
+streams:
+  description: Number of parallel streams iperf3 ran.
+  returned: role=client
+  type: int
+duration_s:
+  description: Measured test length in seconds.
+  returned: role=client
+  type: float
 retransmits:
   description: TCP retransmits counted by the sender (null for UDP or when unknown).
   returned: role=client

@@ -12,9 +12,9 @@ module: validation_report
 short_description: Write a validation run's reports on the controller
 version_added: 0.1.0
 description:
-  - Writes, under C(<root>/<timestamp>/), C(summary.json) (C({nodes: {NAME: {bucket, causes, peer}}})), C(summary.txt) (a table),
+  - "Writes, under C(<root>/<timestamp>/): C(summary.json) with C({nodes: {NAME: {bucket, causes, peer}}}), C(summary.txt) (a table),
     C(junit.xml) (one test case per check), C(nodes/<node>.json) and C(nodes/<node>.md) for every node,
-    and C(letters/<node>.txt) (the vendor letter) for every bucket C node.
+    and C(letters/<node>.txt) (the vendor letter) for every bucket C node."
   - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it.
   - Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true)).
 author:

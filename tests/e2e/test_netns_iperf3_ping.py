@@ -39,9 +39,9 @@ def test_iperf3_server_client_stop_leaves_nothing(netns_pair, tmp_path):
         assert client['protocol'] == 'tcp' and client['streams'] == 2 and len(client['per_stream']) == 2
         assert client['retransmits'] is not None and client['min_interval_bps'] > 0
         assert client['cmd'].endswith('-c %s -p 5201 -t 2 -P 2 -i 1 -J' % pair.ip_b)
+        shown = tuple(client[key] for key in ('received_bps', 'received_gbps', 'sent_bps', 'retransmits', 'min_interval_bps', 'cpu', 'cmd'))
         print('\niperf3 client result (A -> B): received_bps=%r received_gbps=%r sent_bps=%r retransmits=%r '
-              'min_interval_bps=%r cpu=%r cmd=%r' % (client['received_bps'], client['received_gbps'], client['sent_bps'],
-                                                      client['retransmits'], client['min_interval_bps'], client['cpu'], client['cmd']))
+              'min_interval_bps=%r cpu=%r cmd=%r' % shown)
     finally:
         stopped, rc = pair.run_module(pair.b, 'iperf3', {'role': 'server', 'state': 'stopped', 'pid': server['pid'],
                                                          'log_path': log, 'wait_exit': 5}, tmp_path)

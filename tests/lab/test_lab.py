@@ -34,7 +34,7 @@ def iperf3_gbits(lab, node='node01', seconds=2):
     server = subprocess.Popen(['ip', 'netns', 'exec', 'nvlab-' + entry['peer'], 'iperf3', '-s', '-1', '-B', entry['peer_ip'], '-p', '5301'],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(50):
+        for _attempt in range(50):
             if ':5301 ' in nsrun(entry['peer'], ['ss', '-Htln']).stdout:
                 break
             time.sleep(0.1)

@@ -54,3 +54,19 @@ def local(relpath):
 
 def local_path(relpath):
     return os.path.join(LOCAL_FIXTURES, relpath)
+
+
+def local_tree(relpath, dest):
+    """Rebuild a file tree stored as one fixture (JSON {relative path: content} after the header) under ``dest``.
+
+    Real sysfs paths contain ':' which ansible-test forbids in file names, so
+    captured trees are stored flat and rebuilt in a temporary folder.
+    """
+    import json
+    tree = json.loads(local(relpath))
+    for rel, content in tree.items():
+        path = os.path.join(str(dest), rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w', encoding='utf-8') as handle:
+            handle.write(content)
+    return str(dest)

@@ -8,7 +8,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.errors import Pars
 from tests.unit import fixtures
 
 PROCFS_TREE = 'sysfs/procfs_fixtures_ib_mlx4_mlx5_hfi1_and_pci_e810_nvme/sys'
-VM_TREE = 'sysfs_pci/firecracker_vm_virtio/sys'
+VM_TREE = 'sysfs_pci/firecracker_vm_virtio_tree.txt'
 
 
 def by_bdf(text):
@@ -307,8 +307,8 @@ def test_shared_real_tree_e810_and_nvme():
     assert [(d['bdf'], d['kind']) for d in nics] == [('0000:a2:00.0', 'nic')]
 
 
-def test_real_vm_tree_captured_here():
-    root = fixtures.local_path(VM_TREE)
+def test_real_vm_tree_captured_here(tmp_path):
+    root = os.path.join(fixtures.local_tree(VM_TREE, tmp_path), 'sys')
     net = pcie.read_pci_link(root, '0000:00:03.0')
     assert net['class'] == '0x020000' and net['vendor'] == '0x1af4' and net['driver'] == 'virtio-pci'
     assert net['numa_node'] == -1 and net['current_speed_gts'] is None and net['max_width'] is None

@@ -64,8 +64,8 @@ def test_network_unreachable_has_no_statistics():
     result = ping.parse_ping(local('network_unreachable_no_route_netns'))
     assert result['unreachable'] is True and result['error'] == 'connect: Network is unreachable'
     assert result['transmitted'] is None and result['loss_percent'] is None  # unknown, not 0
-    assert ping.summarize_jumbo(result, 1472) == {'passed': False,
-                                                 'reason': 'ping failed before sending: connect: Network is unreachable'}
+    expected = {'passed': False, 'reason': 'ping failed before sending: connect: Network is unreachable'}
+    assert ping.summarize_jumbo(result, 1472) == expected
 
 
 def test_partial_loss_and_duplicates():
@@ -102,6 +102,6 @@ def test_garbage_raises_parse_error(text):
 
 
 def test_truncated_output_reports_unknown():
-    result = ping.parse_ping(local('jumbo_8972_mtu9000_ok_netns_veth').split('\n\n')[0])
+    result = ping.parse_ping(local('jumbo_8972_mtu9000_ok_netns_veth').split('\n\n', maxsplit=1)[0])
     assert result['transmitted'] is None and result['loss_percent'] is None and result['replies'] == 5
     assert ping.summarize_jumbo(result, 8972)['passed'] is False

@@ -53,3 +53,26 @@ def test_missing_cmdline_fails_clearly(tmp_path):
     result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root})
     assert failed and 'cannot read' in result['msg'] and 'cmdline' in result['msg']
     shutil.rmtree(str(tmp_path / 'proc'))
+
+
+def test_irq_placement_against_the_nic_numa_node(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    (tmp_path / 'proc' / 'interrupts').write_text(
+        '           CPU0       CPU1       CPU2       CPU3\n'
+        '  85:       1200          0          0          0  IR-PCI-MSIX-0000:1b:00.0    1-edge      mlx5_comp0@pci:0000:1b:00.0\n'
+        '  86:          0          0        900          0  IR-PCI-MSIX-0000:1b:00.0    2-edge      mlx5_comp1@pci:0000:1b:00.0\n'
+        '  90:          5          0          0          0  IR-PCI-MSIX-0000:9a:00.0    1-edge      mlx5_comp0@pci:0000:9a:00.0\n')
+    for number, cpus in (('85', '0-1'), ('86', '2'), ('90', '3')):
+        (tmp_path / 'proc' / 'irq' / number).mkdir(parents=True)
+        (tmp_path / 'proc' / 'irq' / number / 'smp_affinity_list').write_text(cpus + '\n')
+    dev = tmp_path / 'sys' / 'bus' / 'pci' / 'devices' / '0000:1b:00.0'
+    dev.mkdir(parents=True)
+    (dev / 'numa_node').write_text('0\n')
+    (dev / 'local_cpulist').write_text('0-1\n')
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root, 'irq_devices': ['0000:1b:00.0']})
+    assert not failed, result
+    placement = result['irq_placement']['0000:1b:00.0']
+    assert placement['count'] == 2 and placement['off_node'] == ['86'] and placement['fraction_local'] == 0.5
+    assert placement['numa_node'] == 0
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root, 'irq_devices': ['mlx5_0']})
+    assert failed and 'not a PCI address' in result['msg']

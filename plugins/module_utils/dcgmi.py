@@ -1,0 +1,383 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parser for ``dcgmi diag`` results: the JSON of ``-j`` (DCGM 3.x and 4.x
+layouts) and the text table.  Pure functions; no Ansible import.
+
+Statuses are normalised to ``pass``, ``fail``, ``warn`` and ``skip``
+(``Not Run`` is a skip); anything else is None (unknown).  A table that is
+cut before its closing border is ``truncated``: a Fail already seen stays a
+Fail, but nothing else is reported as healthy.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+
+TOOL = 'dcgmi'
+
+_STATUS = {'pass': 'pass', 'passed': 'pass', 'fail': 'fail', 'failed': 'fail', 'warn': 'warn', 'warning': 'warn',
+           'skip': 'skip', 'skipped': 'skip', 'not run': 'skip', 'notrun': 'skip'}
+_RANK = {'fail': 4, 'warn': 3, 'pass': 2, 'skip': 1}
+_BORDER = re.compile(r'^\+[-=]+\+[-=]+\+$')
+_SECTION = re.compile(r'^[|+]-+\s+(\S.*?)\s+-+\+-*[|+]$')
+_STATUS_CELL = re.compile(r'^(Pass|Fail|Warn|Skip|Not Run)\b\s*(?:-\s*(.*))?$', re.IGNORECASE)
+_GPU_STATUS_CELL = re.compile(r'^GPU\s*:?\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip|Not Run)\b', re.IGNORECASE)
+_GPU_REF = re.compile(r'^GPU\s*:?\s*(\d+)\b')
+_MESSAGE_LABEL = re.compile(r'^(Warning|Info|Error)s?\b\s*:?\s*(?:GPU\s*:?\s*(\d+))?', re.IGNORECASE)
+_METADATA_KEYS = {'dcgm version': 'version', 'driver version detected': 'driver_version',
+                  'gpu device ids detected': 'gpu_device_ids'}
+
+
+def normalize_status(value):
+    """'Pass'/'Fail'/'Warn'/'Skip'/'Not Run' (any case) -> pass/fail/warn/skip; anything else -> None."""
+    if not isinstance(value, str):
+        return None
+    return _STATUS.get(value.strip().lower())
+
+
+def _worst(statuses):
+    ranked = [status for status in statuses if status in _RANK]
+    if not ranked:
+        return None
+    return max(ranked, key=lambda status: _RANK[status])
+
+
+def _new_test(category, name):
+    return {'category': category, 'name': name, 'status': None, 'overall': None, 'per_gpu': {}, 'messages': []}
+
+
+def _gpu_entry(test, gpu):
+    return test['per_gpu'].setdefault(str(gpu), {'status': None, 'messages': [], 'error_ids': []})
+
+
+def _set_gpu_status(test, gpu, status):
+    entry = _gpu_entry(test, gpu)
+    entry['status'] = _worst([entry['status'], status]) or entry['status']
+
+
+def _finish(tests, meta, fmt, truncated, runtime_error=None):
+    """Compute each test's overall and the summary fields."""
+    for test in tests:
+        statuses = [test['status']] + [entry['status'] for entry in test['per_gpu'].values()]
+        test['overall'] = _worst(statuses)
+    overall_values = [test['overall'] for test in tests]
+    failed = [test['name'] for test in tests if test['overall'] == 'fail']
+    warned = [test['name'] for test in tests if test['overall'] == 'warn']
+    skipped = [test['name'] for test in tests if test['overall'] == 'skip']
+    gpus_failed = set()
+    gpus_warned = set()
+    for test in tests:
+        for gpu, entry in test['per_gpu'].items():
+            if entry['status'] == 'fail':
+                gpus_failed.add(int(gpu))
+            elif entry['status'] == 'warn':
+                gpus_warned.add(int(gpu))
+    overall = _worst(overall_values)
+    if runtime_error and overall != 'fail':
+        overall = None
+    elif truncated and overall != 'fail':
+        overall = None
+    return {
+        'format': fmt,
+        'level': meta.get('level'),
+        'version': meta.get('version'),
+        'driver_version': meta.get('driver_version'),
+        'gpu_device_ids': meta.get('gpu_device_ids'),
+        'ran': meta.get('ran'),
+        'tests': tests,
+        'failed_tests': failed,
+        'warned_tests': warned,
+        'skipped_tests': skipped,
+        'gpus_failed': sorted(gpus_failed),
+        'gpus_warned': sorted(gpus_warned - gpus_failed),
+        'overall': overall,
+        'truncated': truncated,
+        'runtime_error': runtime_error,
+    }
+
+
+def _ids(value):
+    """GPU ids from 0, "0", "0,1", [0, 1] or ["0", "1"]."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, str):
+        return [int(part) for part in re.findall(r'\d+', value)]
+    if isinstance(value, list):
+        found = []
+        for item in value:
+            found.extend(_ids(item))
+        return found
+    return []
+
+
+def _messages(value):
+    """Strings from a list of strings or of {warning|message|info, error_id} objects; plus error ids."""
+    texts = []
+    error_ids = []
+    items = value if isinstance(value, list) else ([value] if value not in (None, '') else [])
+    for item in items:
+        if isinstance(item, dict):
+            text = item.get('warning') or item.get('message') or item.get('info') or item.get('msg')
+            if isinstance(text, str) and text.strip():
+                texts.append(text.strip())
+            if isinstance(item.get('error_id'), int) and not isinstance(item.get('error_id'), bool):
+                error_ids.append(item['error_id'])
+        elif isinstance(item, str) and item.strip():
+            texts.append(item.strip())
+    return texts, error_ids
+
+
+def _json_tests(data):
+    """[(category, test_dict)] from the 3.x, 4.x and hoisted-4.x layouts."""
+    root = data
+    for key in ('DCGM GPU Diagnostic', 'DCGM Diagnostic'):
+        if isinstance(data.get(key), dict):
+            root = data[key]
+            break
+    found = []
+    categories = root.get('test_categories')
+    if isinstance(categories, list):
+        for category in categories:
+            if isinstance(category, dict) and isinstance(category.get('tests'), list):
+                found.extend((category.get('category'), test) for test in category['tests'] if isinstance(test, dict))
+    if not found:
+        for holder in (root, data):
+            if isinstance(holder.get('tests'), list):
+                found.extend((test.get('category'), test) for test in holder['tests'] if isinstance(test, dict))
+                break
+    return root, found
+
+
+def _str_or_none(value):
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, list) and all(isinstance(item, str) for item in value) and value:
+        return ', '.join(value)
+    return None
+
+
+def _parse_json(text):
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(TOOL, 'output looks like JSON but does not parse (cut or edited?): %s' % exc, text[:120])
+    if not isinstance(data, dict):
+        raise ParseError(TOOL, 'JSON output is not an object', text[:120])
+    root, found = _json_tests(data)
+    if not found:
+        raise ParseError(TOOL, 'JSON has no test_categories/tests with results', text[:120])
+    metadata = data.get('metadata') if isinstance(data.get('metadata'), dict) else {}
+    meta = {'ran': True}
+    for holder in (metadata, root, data):
+        meta['version'] = meta.get('version') or _str_or_none(holder.get('version')) or _str_or_none(holder.get('DCGM Version'))
+        meta['driver_version'] = meta.get('driver_version') or _str_or_none(holder.get('Driver Version Detected'))
+        meta['gpu_device_ids'] = meta.get('gpu_device_ids') or _str_or_none(holder.get('GPU Device IDs Detected'))
+    level = data.get('level', root.get('level'))
+    meta['level'] = level if isinstance(level, int) and not isinstance(level, bool) else None
+    runtime_error = _str_or_none(root.get('runtime_error')) or _str_or_none(data.get('runtime_error'))
+    tests = []
+    for category, raw in found:
+        name = raw.get('name') or raw.get('test_name')
+        test = _new_test(category if isinstance(category, str) else None, name if isinstance(name, str) else None)
+        summary = raw.get('test_summary') if isinstance(raw.get('test_summary'), dict) else {}
+        test['status'] = normalize_status(summary.get('status'))
+        for key in ('warnings', 'info'):
+            test['messages'].extend(_messages(summary.get(key))[0])
+        results = raw.get('results') if isinstance(raw.get('results'), list) else []
+        for result in results:
+            if not isinstance(result, dict):
+                continue
+            status = normalize_status(result.get('status'))
+            group = result.get('entity_group')
+            if 'entity_id' in result and group not in (None, 'GPU'):
+                gpus = []
+            elif 'entity_id' in result:
+                gpus = _ids(result.get('entity_id'))
+            else:
+                gpus = _ids(result.get('gpu_ids', result.get('gpu_id')))
+            texts, error_ids = [], []
+            for key in ('warnings', 'warning', 'info'):
+                more_texts, more_ids = _messages(result.get(key))
+                texts.extend(more_texts)
+                error_ids.extend(more_ids)
+            if not gpus:
+                test['status'] = _worst([test['status'], status]) or test['status']
+                test['messages'].extend(texts)
+                continue
+            for gpu in gpus:
+                _set_gpu_status(test, gpu, status)
+                entry = _gpu_entry(test, gpu)
+                entry['messages'].extend(texts)
+                entry['error_ids'].extend(error_ids)
+        tests.append(test)
+    return _finish(tests, meta, 'json', truncated=False, runtime_error=runtime_error)
+
+
+def _cells(line):
+    """(first, chunk, closed) of a two-column table row.
+
+    dcgmi wraps long messages by cutting them into fixed-width slices (mid-word, spaces kept), one per row, between a
+    leading space and two trailing pad characters; ``chunk`` is that slice, so joining chunks rebuilds the message.
+    """
+    closed = line.endswith('|') and line.count('|') >= 3
+    parts = line.split('|')
+    first = parts[1].strip() if len(parts) > 1 else ''
+    if closed:
+        cell = '|'.join(parts[2:-1])
+        chunk = cell[1:len(cell) - 2] if len(cell) > 3 else cell.strip()
+    else:
+        chunk = '|'.join(parts[2:])[1:]
+    return first, chunk, closed
+
+
+def _parse_table(text):
+    tests = []
+    meta = {'ran': None}
+    category = None
+    current = None
+    message = None
+    saw_table = False
+    last_line = None
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        last_line = line
+        if line.startswith('Successfully ran diagnostic'):
+            meta['ran'] = True
+            continue
+        if _BORDER.match(line):
+            saw_table = True
+            message = None
+            continue
+        match = _SECTION.match(line)
+        if match:
+            saw_table = True
+            category = match.group(1).strip()
+            current = None
+            message = None
+            continue
+        if not line.startswith('|'):
+            continue
+        saw_table = True
+        first, second, closed = _cells(line)
+        value = ' '.join(second.split())
+        if first == 'Diagnostic' and value == 'Result':
+            continue
+        if category == 'Metadata' and first:
+            key = _METADATA_KEYS.get(first.lower())
+            if key:
+                meta[key] = value or None
+            continue
+        label = _MESSAGE_LABEL.match(first) if first else None
+        if label and current is None:
+            continue
+        if label:
+            text_value = second
+            gpu = label.group(2)
+            if gpu is None:
+                ref = _GPU_REF.match(value)
+                gpu = ref.group(1) if ref else None
+            message = {'gpu': gpu, 'parts': [text_value]}
+            _store_message(current, message)
+            continue
+        if first:
+            current = _new_test(category, first)
+            tests.append(current)
+            message = None
+            if closed:
+                # A row cut before its closing bar may have lost part of its status ("Pass - GPU: 1").
+                _apply_status(current, value)
+            continue
+        # A continuation row: a per-GPU status line or the next piece of a wrapped message.
+        if current is None:
+            continue
+        if message is None and (_GPU_STATUS_CELL.match(value) or _STATUS_CELL.match(value)):
+            _apply_status(current, value)
+            continue
+        if message is not None:
+            message['parts'].append(second)
+            _store_message(current, message)
+    if not saw_table:
+        return None
+    complete = last_line is not None and bool(_BORDER.match(last_line))
+    return _finish(tests, meta, 'text', truncated=not complete)
+
+
+def _store_message(test, message):
+    text = ''.join(message['parts']).strip()
+    if not text:
+        return
+    holder = _gpu_entry(test, message['gpu'])['messages'] if message['gpu'] is not None else test['messages']
+    if message.get('stored_in') is holder and holder:
+        holder[-1] = text
+    else:
+        holder.append(text)
+        message['stored_in'] = holder
+
+
+def _apply_status(test, value):
+    match = _GPU_STATUS_CELL.match(value)
+    if match:
+        _set_gpu_status(test, int(match.group(1)), normalize_status(match.group(2)))
+        return
+    match = _STATUS_CELL.match(value)
+    if not match:
+        return
+    status = normalize_status(match.group(1))
+    target = match.group(2) or ''
+    gpus = [int(gpu) for gpu in re.findall(r'\d+', target)] if 'GPU' in target.upper() else []
+    if gpus:
+        for gpu in gpus:
+            _set_gpu_status(test, gpu, status)
+    else:
+        test['status'] = _worst([test['status'], status]) or test['status']
+
+
+def parse_dcgmi_diag(text):
+    """``dcgmi diag`` output (``-j`` JSON of DCGM 3.x/4.x, or the text table) -> per-test and per-GPU verdicts.
+
+    Returns {format, level, version, driver_version, gpu_device_ids, ran, tests: [{category, name, status, overall,
+    per_gpu: {"<gpu id>": {status, messages, error_ids}}, messages}], failed_tests, warned_tests, skipped_tests,
+    gpus_failed: [int], gpus_warned: [int], overall: pass|warn|fail|skip|None, truncated, runtime_error}.
+    ``overall`` is None (unknown) when there are no results, when a table is cut (unless a Fail was already seen)
+    or when DCGM reported a runtime error.
+    """
+    text = require_text(TOOL, text)
+    if '\x00' in text:
+        raise ParseError(TOOL, 'contains NUL bytes; expected dcgmi text or JSON')
+    stripped = text.strip()
+    if not stripped:
+        raise ParseError(TOOL, 'empty output')
+    start = None
+    for index, line in enumerate(text.splitlines(True)):
+        if line.lstrip().startswith('{'):
+            start = sum(len(previous) for previous in text.splitlines(True)[:index])
+            break
+        if line.startswith(('|', '+')):
+            break
+    if start is not None:
+        return _parse_json(text[start:])
+    result = _parse_table(text)
+    if result is None:
+        first = next(line for line in text.splitlines() if line.strip())
+        raise ParseError(TOOL, 'neither dcgmi diag JSON nor its result table', first)
+    return result
+
+
+def classify_connection_error(text):
+    """A hint when dcgmi could not reach the DCGM host engine, else None."""
+    if not isinstance(text, str):
+        return None
+    if re.search(r'unable to establish a connection|Unable to connect to host engine|host engine is not running|'
+                 r'Error connecting to|Host engine connection invalid', text, re.IGNORECASE):
+        return ('dcgmi could not reach the DCGM host engine: start it (systemctl start nvidia-dcgm, '
+                'or run nv-hostengine) and retry')
+    return None

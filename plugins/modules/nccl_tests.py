@@ -1,0 +1,516 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: nccl_tests
+short_description: Run an nccl-tests benchmark (all_reduce_perf, ...) across nodes with mpirun
+version_added: 0.1.0
+description:
+  - Writes an MPI hostfile (C(<host> slots=<n>) per line) in a private temporary directory, runs
+    C(mpirun -np N --hostfile F [--mca ...] -x NAME=VALUE ... <binary> -b .. -e .. -f .. -g ..) under a hard timeout,
+    parses the nccl-tests output and removes the hostfile again.
+  - NCCL settings are passed to every rank with C(-x NAME=VALUE); C(NCCL_DEBUG=INFO) is set unless O(nccl_env) says otherwise,
+    because the transport (C(NET/IB) or C(NET/Socket)) and GPU Direct RDMA can only be read from NCCL's INFO lines.
+  - A run that silently fell back to TCP sockets (C(NET/Socket)) is returned with a warning; it is not a module failure, the verdict
+    grades it.
+  - Two job headers in one log (every rank started its own job, for example nccl-tests built without C(MPI=1)) fail the module;
+    the figures would be intra-node only.
+  - nccl-tests prints algbw and busbw in decimal GB/s (1 GB = 1e9 bytes); they are returned as printed.
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  binary:
+    description: Name or path of the nccl-tests binary (it must end in C(_perf)); it is resolved by mpirun on every host.
+    type: str
+    required: true
+  hosts:
+    description:
+      - Hosts of the job, each a name (one slot) or a dict with C(name) and C(slots) (ranks on that host, usually its GPU count).
+      - Names are host names or IP addresses as mpirun reaches them.
+    type: list
+    elements: raw
+    required: true
+  np:
+    description: Number of MPI ranks; the sum of the slots by default.
+    type: int
+  min_bytes:
+    description: Smallest message size (C(-b)), a number with an optional K, M or G suffix.
+    type: str
+  max_bytes:
+    description: Largest message size (C(-e)), a number with an optional K, M or G suffix.
+    type: str
+  step_factor:
+    description: Multiplication factor between sizes (C(-f)).
+    type: int
+  gpus_per_rank:
+    description: GPUs per rank (C(-g)).
+    type: int
+  iters:
+    description: Iterations per size (C(-n)).
+    type: int
+  warmup_iters:
+    description: Warm-up iterations (C(-w)).
+    type: int
+  check:
+    description: Check the results for correctness (C(-c)); nccl-tests prints C(N/A) in C(#wrong) when this is 0.
+    type: int
+  nccl_env:
+    description:
+      - Environment passed to every rank with C(-x NAME=VALUE).
+      - Names must be C(NCCL_*), C(UCX_*), C(OMPI_MCA_*), C(SHARP_*), C(HCOLL_*), C(CUDA_VISIBLE_DEVICES) or C(LD_LIBRARY_PATH).
+      - C(NCCL_DEBUG) defaults to C(INFO).
+    type: dict
+    default: {}
+  ib_hca:
+    description: RDMA devices NCCL may use (C(NCCL_IB_HCA), joined with commas); list both boxes' device names.
+    type: list
+    elements: str
+  socket_ifname:
+    description: Interfaces for NCCL's bootstrap and socket transport (C(NCCL_SOCKET_IFNAME), joined with commas).
+    type: list
+    elements: str
+  gid_index:
+    description: RoCE GID index (C(NCCL_IB_GID_INDEX)).
+    type: int
+  ib_tc:
+    description: Traffic class of NCCL's RDMA traffic (C(NCCL_IB_TC)).
+    type: int
+  net_plugin:
+    description: Network plugin to load (C(NCCL_NET_PLUGIN)); C(none) disables external plugins.
+    type: str
+  ib_merge_nics:
+    description: Whether NCCL merges the ports of a dual-port NIC into one device (C(NCCL_IB_MERGE_NICS)).
+    type: bool
+  fabric_subnet:
+    description: Subnet (CIDR) Open MPI uses for its own traffic (C(--mca oob_tcp_if_include) and C(--mca btl_tcp_if_include)).
+    type: str
+  mpirun_args:
+    description: Extra mpirun arguments, inserted before the C(-x) options.
+    type: list
+    elements: str
+    default: []
+  allow_run_as_root:
+    description: Add C(--allow-run-as-root) (Open MPI refuses to run as root without it).
+    type: bool
+    default: false
+  timeout:
+    description: Hard limit for the whole mpirun, in seconds.
+    type: int
+    default: 1800
+  mpirun:
+    description: Name or path of the MPI launcher.
+    type: str
+    default: mpirun
+  fail_on_wrong:
+    description: Fail the module when any row reports C(#wrong) above zero (they are always returned as RV(data_errors)).
+    type: bool
+    default: false
+notes:
+  - Supports check mode; it then only returns the command line and the hostfile it would use and runs nothing.
+attributes:
+  check_mode:
+    description: In check mode nothing is written or run; the command and hostfile are returned.
+    support: full
+  diff_mode:
+    description: Reports no diff; the benchmark changes nothing on the hosts.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: all_reduce_perf between the node and its peer, 8 GPUs each, over both RDMA NICs
+  gpufleet.netval.nccl_tests:
+    binary: /opt/nccl-tests/build/all_reduce_perf
+    hosts:
+      - {name: 10.0.0.11, slots: 8}
+      - {name: 10.0.0.12, slots: 8}
+    min_bytes: 1G
+    max_bytes: 8G
+    step_factor: 2
+    iters: 20
+    ib_hca: [mlx5_0, mlx5_1]
+    gid_index: 3
+    fabric_subnet: 10.0.0.0/24
+    allow_run_as_root: true
+  register: nccl
+
+- name: Require NET/IB with GPU Direct RDMA
+  ansible.builtin.assert:
+    that:
+      - nccl.transport == 'IB'
+      - nccl.gdr
+'''
+
+RETURN = r'''
+cmd:
+  description: The command line that was (or in check mode would be) run.
+  returned: always
+  type: str
+  sample: "/usr/bin/mpirun -np 2 --hostfile /tmp/netval-nccl-x/hostfile -x NCCL_DEBUG=INFO /opt/nccl-tests/build/all_reduce_perf -b 1G"
+hostfile:
+  description: Contents of the generated hostfile.
+  returned: always
+  type: str
+  sample: "10.0.0.11 slots=8\n10.0.0.12 slots=8\n"
+rows:
+  description:
+    - One dict per message size with C(size_bytes), C(count), C(type), C(redop), C(root), C(oop_time_us), C(oop_algbw_gbs),
+      C(oop_busbw_gbs), C(oop_wrong), C(ip_time_us), C(ip_algbw_gbs), C(ip_busbw_gbs), C(ip_wrong) and C(wrong) (their sum,
+      null when nccl-tests printed N/A or an old C(error) column).
+    - Null when the log holds more than one job (RV(multiple_jobs)).
+  returned: success
+  type: list
+  elements: dict
+avg_busbw_gbs:
+  description: The C(# Avg bus bandwidth) line in GB/s (decimal); null when it is missing.
+  returned: success
+  type: float
+busbw_at_max_size:
+  description: busbw (the better of out-of-place and in-place) at the largest message size, GB/s.
+  returned: success
+  type: float
+max_busbw_gbs:
+  description: The highest busbw of any row, GB/s.
+  returned: success
+  type: float
+out_of_bounds:
+  description: The count from C(# Out of bounds values), null when missing.
+  returned: success
+  type: int
+transport:
+  description: C(IB) (NET/IB or an IB plugin such as IBext), C(Socket) (NET/Socket, a TCP fallback) or null when the log does not say.
+  returned: success
+  type: str
+gdr:
+  description: Whether GPU Direct RDMA was used (C(GDRDMA) connections); null when the log does not say.
+  returned: success
+  type: bool
+nccl_version:
+  description: NCCL version from the log.
+  returned: success
+  type: str
+ranks:
+  description: The C(# Rank) lines as C(rank), C(group), C(pid), C(host), C(device), C(bus_id), C(name).
+  returned: success
+  type: list
+  elements: dict
+net_devices:
+  description: RDMA ports NCCL reported using, as C(device:port/link layer).
+  returned: success
+  type: list
+  elements: str
+ib_hcas:
+  description: RDMA device names NCCL reported using.
+  returned: success
+  type: list
+  elements: str
+socket_ifaces:
+  description: Interfaces NCCL's socket transport reported using.
+  returned: success
+  type: list
+  elements: str
+channels:
+  description: Number of NCCL channels (from C(coll channels) or the distinct channel ids seen).
+  returned: success
+  type: int
+multiple_jobs:
+  description: True when the log holds more than one job header or a rank number twice.
+  returned: always
+  type: bool
+jobs:
+  description: Each job of the log with its header, ranks, rows and averages.
+  returned: success
+  type: list
+  elements: dict
+errors:
+  description: NCCL WARN, NCCL error and C(Test NCCL failure) lines.
+  returned: always
+  type: list
+  elements: str
+data_errors:
+  description: Rows whose C(#wrong) is above zero, as C(size_bytes), C(oop_wrong), C(ip_wrong).
+  returned: success
+  type: list
+  elements: dict
+warnings:
+  description: Findings an operator should act on (socket fallback, no GDR, data errors).
+  returned: always
+  type: list
+  elements: str
+rc:
+  description: Exit status of mpirun.
+  returned: when run
+  type: int
+stdout:
+  description: Output of the run (the evidence).
+  returned: when run
+  type: str
+stderr:
+  description: Error output of the run.
+  returned: when run
+  type: str
+'''
+
+import ipaddress
+import os
+import re
+import shutil
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpufleet.netval.plugins.module_utils import nccl
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
+
+BINARY_RE = re.compile(r'^[A-Za-z0-9_./-]+_perf$')
+LAUNCHER_RE = re.compile(r'^[A-Za-z0-9_./-]+$')
+HOST_RE = re.compile(r'^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f:.]+)$')
+SIZE_RE = re.compile(r'^\d+[KMGkmg]?$')
+ENV_NAME_RE = re.compile(r'^(?:(?:NCCL|UCX|OMPI_MCA|SHARP|HCOLL)_[A-Za-z0-9_]+|CUDA_VISIBLE_DEVICES|LD_LIBRARY_PATH)$')
+DEVICE_RE = re.compile(r'^[=^]?[A-Za-z0-9_.-]+(?::\d+)?$')
+IFNAME_RE = re.compile(r'^[=^]?[A-Za-z0-9_.@-]+$')
+PLUGIN_RE = re.compile(r'^[A-Za-z0-9_./-]+$')
+
+# Options that set one NCCL variable each: option -> variable.
+OPTION_ENV = {
+    'ib_hca': 'NCCL_IB_HCA', 'socket_ifname': 'NCCL_SOCKET_IFNAME', 'gid_index': 'NCCL_IB_GID_INDEX',
+    'ib_tc': 'NCCL_IB_TC', 'net_plugin': 'NCCL_NET_PLUGIN', 'ib_merge_nics': 'NCCL_IB_MERGE_NICS',
+}
+HOSTFILE_PLACEHOLDER = '<tmpdir>/hostfile'
+
+
+def _fail(module, msg, **extra):
+    module.fail_json(msg='%s: %s' % (hostname(), msg), **extra)
+
+
+def normalize_hosts(module, hosts):
+    """[(name, slots)] from names and {name, slots} dicts; fails the module on bad input."""
+    found = []
+    if not hosts:
+        _fail(module, 'hosts must name at least one host')
+    for index, entry in enumerate(hosts):
+        if isinstance(entry, dict):
+            name = entry.get('name')
+            slots = entry.get('slots', 1)
+            unknown = sorted(set(entry) - set(['name', 'slots']))
+            if unknown:
+                _fail(module, 'hosts[%d] has unknown keys %s (expected name and slots)' % (index, ', '.join(unknown)))
+        else:
+            name, slots = entry, 1
+        name = to_text(name) if name is not None else ''
+        if not HOST_RE.match(name):
+            _fail(module, 'hosts[%d]: %r is not a host name or IP address' % (index, name))
+        try:
+            slots = int(slots)
+        except (TypeError, ValueError):
+            _fail(module, 'hosts[%d] (%s): slots must be an integer, got %r' % (index, name, slots))
+        if not 1 <= slots <= 1024:
+            _fail(module, 'hosts[%d] (%s): slots must be between 1 and 1024, got %d' % (index, name, slots))
+        found.append((name, slots))
+    return found
+
+
+def build_env(module):
+    """The -x environment as an ordered list of (name, value), NCCL_DEBUG first."""
+    params = module.params
+    env = {}
+    for name, value in (params['nccl_env'] or {}).items():
+        name = to_text(name)
+        if not ENV_NAME_RE.match(name):
+            _fail(module, 'nccl_env: %r is not an allowed variable name (NCCL_*, UCX_*, OMPI_MCA_*, SHARP_*, HCOLL_*, '
+                  'CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH)' % name)
+        if isinstance(value, bool):
+            value = '1' if value else '0'
+        value = to_text(value)
+        if '\n' in value or '\x00' in value:
+            _fail(module, 'nccl_env: the value of %s contains a newline or NUL' % name)
+        env[name] = value
+    env.setdefault('NCCL_DEBUG', 'INFO')
+    for option, variable in OPTION_ENV.items():
+        value = params[option]
+        if value is None:
+            continue
+        if variable in env:
+            _fail(module, 'both option %s and nccl_env.%s are set; use one' % (option, variable))
+        if option == 'ib_hca':
+            bad = [item for item in value if not DEVICE_RE.match(item)]
+            if bad or not value:
+                _fail(module, 'ib_hca: %r is not a list of RDMA device names (mlx5_0 or mlx5_0:1)' % (bad or value))
+            value = ','.join(value)
+        elif option == 'socket_ifname':
+            bad = [item for item in value if not IFNAME_RE.match(item)]
+            if bad or not value:
+                _fail(module, 'socket_ifname: %r is not a list of interface names' % (bad or value))
+            value = ','.join(value)
+        elif option in ('gid_index', 'ib_tc'):
+            if not 0 <= value <= 255:
+                _fail(module, '%s must be between 0 and 255, got %d' % (option, value))
+            value = str(value)
+        elif option == 'ib_merge_nics':
+            value = '1' if value else '0'
+        elif option == 'net_plugin' and not PLUGIN_RE.match(value):
+            _fail(module, 'net_plugin: %r is not a plugin name or path' % value)
+        env[variable] = value
+    ordered = [('NCCL_DEBUG', env.pop('NCCL_DEBUG'))]
+    return ordered + sorted(env.items())
+
+
+def build_args(module, hosts, hostfile_path):
+    """mpirun arguments (without the mpirun binary itself)."""
+    params = module.params
+    if not BINARY_RE.match(params['binary']):
+        _fail(module, 'binary: %r is not the name or path of an nccl-tests *_perf binary' % params['binary'])
+    np = params['np'] if params['np'] is not None else sum(slots for _name, slots in hosts)
+    if np < 1:
+        _fail(module, 'np must be at least 1, got %d' % np)
+    args = ['-np', str(np), '--hostfile', hostfile_path]
+    if params['allow_run_as_root']:
+        args.append('--allow-run-as-root')
+    if params['fabric_subnet'] is not None:
+        try:
+            subnet = str(ipaddress.ip_network(to_text(params['fabric_subnet']), strict=False))
+        except ValueError as exc:
+            _fail(module, 'fabric_subnet: %r is not a CIDR subnet (%s)' % (params['fabric_subnet'], exc))
+        args += ['--mca', 'oob_tcp_if_include', subnet, '--mca', 'btl_tcp_if_include', subnet]
+    for extra in params['mpirun_args']:
+        if '\n' in extra or '\x00' in extra:
+            _fail(module, 'mpirun_args: %r contains a newline or NUL' % extra)
+        args.append(extra)
+    for name, value in build_env(module):
+        args += ['-x', '%s=%s' % (name, value)]
+    args.append(params['binary'])
+    for option, flag in (('min_bytes', '-b'), ('max_bytes', '-e')):
+        value = params[option]
+        if value is not None:
+            if not SIZE_RE.match(value):
+                _fail(module, '%s: %r is not a size (a number with an optional K, M or G suffix)' % (option, value))
+            args += [flag, value]
+    for option, flag, low in (('step_factor', '-f', 1), ('gpus_per_rank', '-g', 1), ('iters', '-n', 1),
+                              ('warmup_iters', '-w', 0), ('check', '-c', 0)):
+        value = params[option]
+        if value is not None:
+            if value < low:
+                _fail(module, '%s must be at least %d, got %d' % (option, low, value))
+            args += [flag, str(value)]
+    return args
+
+
+def findings(parsed, params):
+    """Warnings an operator can act on."""
+    warnings = []
+    if parsed.get('transport') == 'Socket':
+        warnings.append('NCCL used NET/Socket: silent TCP fallback; check NCCL_IB_HCA (both boxes\' device names), '
+                        'NCCL_NET_PLUGIN=none and the GID index (NCCL_IB_GID_INDEX), and that the RDMA ports are Active')
+    elif parsed.get('transport') is None and params['nccl_env'].get('NCCL_DEBUG', 'INFO').upper() in ('INFO', 'TRACE'):
+        warnings.append('the transport NCCL used is not in the output (no NET/IB or NET/Socket INFO lines)')
+    if parsed.get('transport') == 'IB' and parsed.get('gdr') is False:
+        warnings.append('NCCL used NET/IB without GPU Direct RDMA: check nvidia_peermem and NCCL_NET_GDR_LEVEL')
+    if nccl.data_errors(parsed):
+        warnings.append('nccl-tests reported wrong results (#wrong > 0) at %s bytes'
+                        % ', '.join(str(row['size_bytes']) for row in nccl.data_errors(parsed)))
+    if parsed.get('out_of_bounds'):
+        warnings.append('nccl-tests reported %s out-of-bounds values' % parsed['out_of_bounds'])
+    return warnings
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            binary=dict(type='str', required=True),
+            hosts=dict(type='list', elements='raw', required=True),
+            np=dict(type='int'),
+            min_bytes=dict(type='str'),
+            max_bytes=dict(type='str'),
+            step_factor=dict(type='int'),
+            gpus_per_rank=dict(type='int'),
+            iters=dict(type='int'),
+            warmup_iters=dict(type='int'),
+            check=dict(type='int'),
+            nccl_env=dict(type='dict', default={}),
+            ib_hca=dict(type='list', elements='str'),
+            socket_ifname=dict(type='list', elements='str'),
+            gid_index=dict(type='int'),
+            ib_tc=dict(type='int'),
+            net_plugin=dict(type='str'),
+            ib_merge_nics=dict(type='bool'),
+            fabric_subnet=dict(type='str'),
+            mpirun_args=dict(type='list', elements='str', default=[]),
+            allow_run_as_root=dict(type='bool', default=False),
+            timeout=dict(type='int', default=1800),
+            mpirun=dict(type='str', default='mpirun'),
+            fail_on_wrong=dict(type='bool', default=False),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if not LAUNCHER_RE.match(params['mpirun']):
+        _fail(module, 'mpirun: %r is not a program name or path' % params['mpirun'])
+    if params['timeout'] < 1:
+        _fail(module, 'timeout must be at least 1 second, got %d' % params['timeout'])
+    hosts = normalize_hosts(module, params['hosts'])
+    hostfile = ''.join('%s slots=%d\n' % (name, slots) for name, slots in hosts)
+    runner = ToolRunner(module)
+
+    if module.check_mode:
+        args = build_args(module, hosts, HOSTFILE_PLACEHOLDER)
+        launcher = runner.find(params['mpirun'], required=False) or params['mpirun']
+        module.exit_json(changed=False, cmd=render_cmd([launcher] + args), hostfile=hostfile,
+                         multiple_jobs=False, errors=[], warnings=[])
+
+    tmpdir = tempfile.mkdtemp(prefix='netval-nccl-')
+    try:
+        hostfile_path = os.path.join(tmpdir, 'hostfile')
+        args = build_args(module, hosts, hostfile_path)
+        with open(hostfile_path, 'w') as handle:
+            handle.write(hostfile)
+        result = runner.run(params['mpirun'], args, timeout=params['timeout'], check=False)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+    output = (result.stdout or '') + ('\n' + result.stderr if result.stderr else '')
+    fields = dict(hostfile=hostfile, multiple_jobs=False, errors=[], warnings=[])
+    parsed = parse_error = None
+    try:
+        parsed = nccl.parse_nccl_tests(output)
+    except ParseError as exc:
+        parse_error = exc
+    if parsed is not None:
+        fields.update(parsed)
+        fields['busbw_at_max_size'] = nccl.busbw_at_max_size(parsed)
+        fields['max_busbw_gbs'] = nccl.max_busbw(parsed)
+        fields['data_errors'] = nccl.data_errors(parsed)
+        fields['warnings'] = findings(parsed, params)
+
+    if result.timed_out:
+        runner.fail(result, reason='timed out after %ss%s' % (params['timeout'], _error_tail(fields)), **fields)
+    if result.rc != 0:
+        runner.fail(result, reason='exited with rc=%s%s' % (result.rc, _error_tail(fields)), **fields)
+    if parsed is None:
+        runner.fail_parse(result, parse_error)
+    if parsed['multiple_jobs']:
+        runner.fail(result, reason='ran %d independent jobs instead of one %d-rank job (each rank printed its own header: '
+                    'nccl-tests built without MPI=1, or mpirun did not launch one job); the figures are not a fabric '
+                    'measurement' % (max(len(parsed['jobs']), 2), int(args[1])), **fields)
+    if not parsed['rows']:
+        runner.fail(result, reason='printed no result rows%s' % _error_tail(fields), **fields)
+    if params['fail_on_wrong'] and fields['data_errors']:
+        runner.fail(result, reason='reported wrong results (#wrong > 0) at %s bytes' % ', '.join(
+            str(row['size_bytes']) for row in fields['data_errors']), **fields)
+    module.exit_json(changed=False, cmd=result.cmd, rc=result.rc, stdout=result.stdout, stderr=result.stderr, **fields)
+
+
+def _error_tail(fields):
+    errors = fields.get('errors') or []
+    if not errors:
+        return ''
+    return '; NCCL errors: %s' % ' | '.join(line[:200] for line in errors[-3:])
+
+
+if __name__ == '__main__':
+    main()

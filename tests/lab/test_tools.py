@@ -1,0 +1,215 @@
+"""Emulated tools (lab/netval_lab/tools.py): real-tool layout and real-tool errors.  Plain unit tests (tmp_path node dirs)."""
+import os
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+
+from lab.netval_lab import hardware
+from tests.unit.fixtures import shared
+
+FABRIC = {'fabric': [{'netdev': 'fab-peer01', 'ip': '127.0.0.1', 'peer_ip': '127.0.0.1', 'peer': 'peer01'}],
+          'mgmt_ip': '10.251.0.11'}
+
+
+@pytest.fixture(scope='module')
+def nodes(tmp_path_factory):
+    base = tmp_path_factory.mktemp('nodes')
+    made = {}
+    for profile in ('healthy-400g', 'spark-pair-throttled', 'gpu-missing'):
+        made[profile] = base / profile
+        hardware.materialize(profile, 'node01', 'new', str(made[profile]), FABRIC)
+    return made
+
+
+def run(node, tool, *args, **kwargs):
+    env = dict(os.environ, NETVAL_LAB_NODE_DIR=str(node))
+    env.update(kwargs.pop('env', {}))
+    return subprocess.run([os.path.join(str(node), 'bin', tool)] + list(args), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return str(sock.getsockname()[1])
+
+
+# ------------------------------------------------------------------ layout identical to real outputs
+
+def test_ibstat_layout_matches_real_output(nodes):
+    real = shared('ibstat/ibstat_h100_12x_roce_2down_polling_disabled_gpud.txt').splitlines()
+    ours = run(nodes['healthy-400g'], 'ibstat').stdout.splitlines()
+    keys = lambda lines: [re.sub(r':.*', ':', line) for line in lines]  # noqa: E731
+    assert keys(ours[:17]) == keys(real[:17])
+
+
+def test_ibstatus_layout_matches_real_output(nodes):
+    real = shared('ibstatus/ibstatus_a100_9x_hdr200_all_active_gpud.txt').splitlines()
+    ours = run(nodes['healthy-400g'], 'ibstatus').stdout.splitlines()
+    assert [line.split(':')[0] for line in ours[:9]] == [line.split(':')[0] for line in real[:9]]
+    assert ours[6].index('400 Gb/sec') == real[6].index('200 Gb/sec')
+    assert ours[4] == real[4] and ours[5] == real[5]
+
+
+def test_show_gids_columns_match_real_output(nodes):
+    real = shared('show_gids/show_gids_cx5_roce_v1v2_ipv4.txt').splitlines()
+    ours = run(nodes['spark-pair-throttled'], 'show_gids').stdout.splitlines()
+    assert ours[:2] == real[:2]
+    row = [line for line in ours if '127.0.0.1' in line][0]
+    assert row.split() == ['rocep1s0f0', '1', '2', '0000:0000:0000:0000:0000:ffff:7f00:0001', '127.0.0.1', 'v1', 'fab-peer01']
+    ib_row = run(nodes['healthy-400g'], 'show_gids').stdout.splitlines()[2]
+    assert ib_row.index('fe80:') == real[2].index('fe80:') and ib_row.index('v1') == real[2].index('v1')
+    assert ours[-1].startswith('n_gids_found=')
+
+
+def test_dcgmi_table_borders_match_real_output(nodes):
+    real = shared('dcgmi/dcgmi_diag_r3_dcgm3.0.4_deployment_pass_dcgm55_truncated.txt').splitlines()
+    ours = run(nodes['healthy-400g'], 'dcgmi', 'diag', '-r', '3').stdout.splitlines()
+    assert ours[:4] == real[1:5]
+    assert '| Denylist                  | Pass                                           |' in ours
+    assert '+-----  Integration  -------+------------------------------------------------+' in ours
+    assert all(len(line) == 78 for line in ours[1:])
+
+
+def test_perftest_and_nccl_headers_match_real_output(nodes, tmp_path):
+    node = nodes['healthy-400g']
+    real = shared('perftest/ib_write_bw_ib_sweep_gbits_issue132_truncated.txt')
+    port = free_port()
+    server = subprocess.Popen([str(node / 'bin' / 'ib_write_bw'), '-p', port],
+                              env=dict(os.environ, NETVAL_LAB_NODE_DIR=str(node), NETVAL_LAB_PERFTEST_WAIT='20'),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    for _attempt in range(50):
+        client = run(node, 'ib_write_bw', '-p', port, '--report_gbits', '127.0.0.1')
+        if client.returncode == 0:
+            break
+        time.sleep(0.1)
+    server.communicate(timeout=30)
+    ours = client.stdout.splitlines()
+    for line in (' Dual-port       : OFF\t\tDevice         : mlx5_0', ' Connection type : RC\t\tUsing SRQ      : OFF',
+                 ' rdma_cm QPs\t : OFF', ' #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]'):
+        assert line in ours and ('> ' + line) in real.splitlines()
+    row = ours[ours.index(' #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]') + 1].split()
+    assert float(row[3]) == pytest.approx(47.0 * 8, rel=0.001)
+    nccl_real = shared('nccl-tests/all_gather_perf_2xGB10_single_16G_size_2.17.6_dgxspark25_truncated.txt').splitlines()
+    hostfile = tmp_path / 'hosts'
+    hostfile.write_text('node01\npeer01\n')
+    nccl = run(node, 'mpirun', '-np', '2', '--hostfile', str(hostfile), 'all_gather_perf', '-b', '16G', '-e', '16G').stdout.splitlines()
+    for line in nccl_real[7:10]:
+        assert line in nccl
+    assert nccl[0].startswith('# nccl-tests version 2.17.6 nccl-headers=')
+    assert re.match(r'^#  Rank  0 Group  0 Pid +\d+ on +node01 device  0 \[0000:1b:00\] NVIDIA H100 80GB HBM3$', nccl[5])
+
+
+def test_lspci_verbose_link_lines(nodes):
+    out = run(nodes['healthy-400g'], 'lspci', '-vvv', '-D', '-s', '0000:1a:00.0').stdout
+    assert out.startswith('0000:1a:00.0 Infiniband controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n')
+    assert '\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM not supported\n' in out
+    assert '\t\tLnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)\n' in out
+    assert '\tNUMA node: 0\n' in out
+    nn = run(nodes['healthy-400g'], 'lspci', '-nn', '-d', '10de:').stdout.splitlines()
+    assert len(nn) == 8 and nn[0] == '1b:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)'
+    spark = run(nodes['spark-pair-throttled'], 'lspci', '-d', '15b3:').stdout.splitlines()
+    assert spark[-1].startswith('0002:01:00.1 Ethernet controller: Mellanox')
+
+
+def test_gpu_missing_counts(nodes):
+    assert len(run(nodes['gpu-missing'], 'nvidia-smi', '-L').stdout.splitlines()) == 7
+    assert 'cc:00.0' not in run(nodes['gpu-missing'], 'lspci', '-d', '10de:').stdout
+    journal = run(nodes['gpu-missing'], 'journalctl', '-k', '--no-pager').stdout
+    assert re.search(r"^\w{3} \d{2} \d\d:\d\d:\d\d node01 kernel: NVRM: Xid \(PCI:0000:cc:00\): 79, ", journal, re.M)
+
+
+def test_kernel_log_includes_lab_events(nodes):
+    node = nodes['healthy-400g']
+    (node / 'log' / 'kernel.log').write_text('%.3f mlx5_core 0000:1a:00.0 fab-peer01: Link down\n'
+                                             '[ 1200.5] mlx5_core 0000:1a:00.0 fab-peer01: Link up\n' % time.time())
+    dmesg = run(node, 'dmesg').stdout.splitlines()
+    assert dmesg[-1] == '[1200.500000] mlx5_core 0000:1a:00.0 fab-peer01: Link up'.replace('[1200', '[ 1200')
+    assert any(line.endswith('fab-peer01: Link down') for line in dmesg)
+    grep = run(node, 'journalctl', '-k', '-o', 'cat', '--grep', 'fab-peer01: Link').stdout.splitlines()
+    assert sorted(grep) == ['mlx5_core 0000:1a:00.0 fab-peer01: Link down', 'mlx5_core 0000:1a:00.0 fab-peer01: Link up']
+
+
+def test_ethtool_emulated_and_real(nodes):
+    node = nodes['healthy-400g']
+    info = run(node, 'ethtool', '-i', 'fab-peer01').stdout
+    assert 'firmware-version: 28.39.2048 (MT_0000000838)' in info and 'bus-info: 0000:1a:00.0' in info
+    channels = run(node, 'ethtool', '-l', 'ibp59s0').stdout.splitlines()
+    assert channels[0] == 'Channel parameters for ibp59s0:' and channels[-1] == 'Combined:\t32'
+    real = run(node, 'ethtool', '-i', 'lo')
+    assert 'mlx5' not in real.stdout and real.returncode in (0, 71, 75, 76)
+
+
+# ------------------------------------------------------------------ real-tool errors
+
+@pytest.mark.parametrize('tool, args, rc, message', [
+    ('ibstat', ('mlx5_42',), 255, "stat of IB device 'mlx5_42' failed"),
+    ('ibstat', ('-z',), 255, 'Usage: ibstat'),
+    ('lspci', ('-z',), 1, "lspci: invalid option -- 'z'"),
+    ('flint', ('-d', 'mlx5_42', 'q'), 1, '-E- Cannot open Device: mlx5_42'),
+    ('mlxconfig', ('-d', 'mlx5_0', 'set', 'SRIOV_EN=1'), 1, 'not emulated'),
+    ('nvidia-smi', ('--bogus',), 2, ''),
+    ('dcgmi', ('diag', '-r', '9'), 255, 'Invalid value "9"'),
+    ('dcgmi', ('diag', '--bogus'), 255, 'PARSE ERROR'),
+    ('ib_write_bw', ('--bogus',), 1, "unrecognized option '--bogus'"),
+    ('ib_write_bw', ('-d', 'mlx5_42', '127.0.0.1'), 1, ' Unable to find the Infiniband/RoCE device'),
+    ('mpirun', ('-np', '2', '--hostfile', '/nonexistent', 'all_reduce_perf'), 1, 'unable to open the hostfile'),
+    ('mpirun', ('-np', '4', '-H', 'node01,peer01', 'all_reduce_perf'), 1, 'not enough slots'),
+    ('mpirun', ('-np', '1', 'hostname'), 1, 'unable to find the specified executable'),
+    ('all_reduce_perf', ('-g', '9'), 2, ''),
+    ('dmesg', ('--bogus',), 1, "dmesg: unrecognized option '--bogus'"),
+])
+def test_errors_like_the_real_tools(nodes, tool, args, rc, message):
+    proc = run(nodes['healthy-400g'], tool, *args)
+    assert proc.returncode == rc, (proc.stdout, proc.stderr)
+    assert message in proc.stderr + proc.stdout
+    assert 'Traceback' not in proc.stderr
+
+
+def test_perftest_connect_failure_is_real(nodes):
+    port = free_port()
+    proc = run(nodes['healthy-400g'], 'ib_write_bw', '-p', port, '127.0.0.1')
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[0] == "Couldn't connect to 127.0.0.1:%s" % port
+
+
+def test_perftest_busy_port_fails_for_real(nodes):
+    with socket.socket() as busy:
+        busy.bind(('0.0.0.0', 0))
+        busy.listen(1)
+        proc = run(nodes['healthy-400g'], 'ib_write_bw', '-p', str(busy.getsockname()[1]))
+    assert proc.returncode == 1 and "Couldn't listen to port" in proc.stderr
+
+
+def test_perftest_down_port_and_cuda_and_duration(nodes):
+    spark = nodes['spark-pair-throttled']
+    down = run(spark, 'ib_write_bw', '-d', 'rocep1s0f1', '127.0.0.1')
+    assert down.returncode == 1 and 'Port number 1 state is Down' in down.stderr
+    node = nodes['healthy-400g']
+    port = free_port()
+    env = dict(os.environ, NETVAL_LAB_NODE_DIR=str(node), NETVAL_LAB_PERFTEST_WAIT='20')
+    server = subprocess.Popen([str(node / 'bin' / 'ib_write_bw'), '-d', 'mlx5_1', '-p', port, '-D', '1'], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    started = time.time()
+    for _attempt in range(50):
+        client = run(node, 'ib_write_bw', '-d', 'mlx5_1', '-p', port, '-D', '1', '--use_cuda=0', '127.0.0.1')
+        if client.returncode == 0:
+            break
+        time.sleep(0.1)
+    server_out = server.communicate(timeout=30)[0]
+    assert time.time() - started >= 1.0
+    assert client.stdout.startswith(" WARNING: BW peak won't be measured in this run.\ninitializing CUDA\n")
+    assert '[pid = ' in client.stdout and 'device name = [NVIDIA H100 80GB HBM3]' in client.stdout
+    row = client.stdout.splitlines()[-2].split()
+    assert row[2] == '0.00' and float(row[3]) == pytest.approx(46.5e9 / 2 ** 20, rel=0.0001)
+    assert server_out.splitlines()[-2].split()[3] == row[3]
+
+
+def test_missing_state_is_a_clean_error(tmp_path):
+    node = tmp_path / 'ghost'
+    hardware.write_wrappers(str(node / 'bin'), str(node))
+    proc = run(node, 'ibstat')
+    assert proc.returncode == 1 and 'cannot read the node state' in proc.stderr and 'Traceback' not in proc.stderr

@@ -1,0 +1,149 @@
+"""dcgmi diag parser on real text tables (shared and found-public), JSON layouts and foreign input."""
+import json
+
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from tests.unit import fixtures
+
+DCGM4_PASS = 'dcgmi/dcgmi_diag_dcgm4.2.3_per_gpu_software_pass_dcgm253_truncated.txt'
+DCGM331 = 'dcgmi/dcgmi_diag_r2_dcgm3.3.1_gpu_fail_godcgm52_truncated.txt'
+DCGM304 = 'dcgmi/dcgmi_diag_r3_dcgm3.0.4_deployment_pass_dcgm55_truncated.txt'
+
+
+def _test(result, name):
+    return next(test for test in result['tests'] if test['name'] == name)
+
+
+def test_dcgm4_text_per_gpu_rows_and_cut_row_is_unknown():
+    result = dcgmi.parse_dcgmi_diag(fixtures.shared(DCGM4_PASS))
+    assert result['format'] == 'text'
+    assert result['version'] == '4.2.3' and result['driver_version'] == '570.148.08'
+    assert result['gpu_device_ids'] == '26b9, 26b9, 26b9, 26b9'
+    software = _test(result, 'software')
+    assert software['category'] == 'Deployment' and software['overall'] == 'pass'
+    assert sorted(software['per_gpu']) == ['0', '1', '2', '3']
+    assert all(entry['status'] == 'pass' for entry in software['per_gpu'].values())
+    memory = _test(result, 'memory')
+    assert memory['category'] == 'Hardware' and memory['overall'] is None  # "| memory | Pass" is cut
+    # Cut table: never reported as healthy.
+    assert result['truncated'] is True and result['overall'] is None
+
+
+def test_dcgm331_metadata_and_deployment_rows():
+    result = dcgmi.parse_dcgmi_diag(fixtures.shared(DCGM331))
+    assert result['version'] == '3.3.1' and result['gpu_device_ids'] == '1eb8'
+    assert result['ran'] is True
+    names = [test['name'] for test in result['tests']]
+    assert names[0] == 'Denylist' and 'Page Retirement/Row Remap' in names
+    assert _test(result, 'Denylist')['overall'] == 'pass'
+    assert _test(result, 'Graphics Processes')['overall'] is None
+    assert result['overall'] is None and result['failed_tests'] == []
+
+
+def test_dcgm304_without_metadata():
+    result = dcgmi.parse_dcgmi_diag(fixtures.shared(DCGM304))
+    assert result['version'] is None
+    assert [t['overall'] for t in result['tests'] if t['category'] == 'Deployment'] == ['pass'] * 9
+    assert _test(result, 'PCIe')['category'] == 'Integration' and _test(result, 'PCIe')['overall'] is None
+    assert result['overall'] is None
+
+
+def test_gpu_memory_fail_with_wrapped_warning_found_public():
+    result = dcgmi.parse_dcgmi_diag(
+        fixtures.local('dcgmi/dcgmi_diag_r2_dcgm3.3.1_gpu_memory_fail_gpu0_wrapped_warning_godcgm52_truncated.txt'))
+    memory = _test(result, 'GPU Memory')
+    assert memory['category'] == 'Hardware' and memory['overall'] == 'fail'
+    assert memory['per_gpu']['0']['status'] == 'fail' and memory['per_gpu']['1']['status'] == 'pass'
+    message = memory['per_gpu']['0']['messages'][0]
+    # dcgmi cut the message mid-word at 45 characters; the parser rebuilds it.
+    assert 'Reset GPU. Restart DCGM.' in message and "Unable to create CUDA context: 'CUDA-capable device(s) is/are busy" in message
+    assert result['gpus_failed'] == [0] and result['failed_tests'] == ['GPU Memory']
+    # A Fail already seen stays a Fail even though the table is cut.
+    assert result['truncated'] is True and result['overall'] == 'fail'
+    assert 'Info' not in [test['name'] for test in result['tests']]
+
+
+def test_dcgm3_json_fail_on_gpu1():
+    result = dcgmi.parse_dcgmi_diag(fixtures.local('dcgmi/dcgmi_diag_r2_j_dcgm3.3_gpu_memory_fail_gpu1_synthetic.txt'))
+    assert result['format'] == 'json' and result['version'] == '3.3.5'
+    assert result['overall'] == 'fail' and result['failed_tests'] == ['GPU Memory'] and result['gpus_failed'] == [1]
+    memory = _test(result, 'GPU Memory')
+    assert memory['per_gpu']['1']['error_ids'] == [83]
+    assert 'uncorrectable' in memory['per_gpu']['1']['messages'][0]
+    assert _test(result, 'Denylist')['per_gpu']['1']['status'] == 'pass'  # "gpu_ids": "0,1"
+    assert 'bandwidth' in _test(result, 'PCIe')['per_gpu']['0']['messages'][0]
+
+
+def test_dcgm4_json_entity_results_warn():
+    result = dcgmi.parse_dcgmi_diag(fixtures.local('dcgmi/dcgmi_diag_r1_j_dcgm4.2_software_warn_gpu1_synthetic.txt'))
+    assert result['version'] == '4.2.3' and result['driver_version'] == '570.148.08'
+    software = _test(result, 'software')
+    assert software['status'] == 'warn' and software['per_gpu']['1']['error_ids'] == [29]
+    assert result['overall'] == 'warn' and result['gpus_warned'] == [1] and result['gpus_failed'] == []
+
+
+def test_dcgm4_hoisted_tests_layout():
+    result = dcgmi.parse_dcgmi_diag(fixtures.local('dcgmi/dcgmi_diag_r2_j_dcgm4_hoisted_tests_memory_fail_gpu0_synthetic.txt'))
+    assert result['failed_tests'] == ['memory'] and result['skipped_tests'] == ['pcie']
+    assert result['gpus_failed'] == [0] and result['overall'] == 'fail'
+
+
+def test_cut_or_edited_json_is_a_parse_error_found_public():
+    with pytest.raises(ParseError, match='does not parse'):
+        dcgmi.parse_dcgmi_diag(fixtures.local('dcgmi/dcgmi_diag_r3_j_dcgm3_t400_skips_elided_dcgm139_truncated.txt'))
+
+
+def test_all_skipped_is_skip_and_no_results_is_unknown():
+    doc = {'DCGM GPU Diagnostic': {'test_categories': [{'category': 'Hardware', 'tests': [
+        {'name': 'GPU Memory', 'results': [{'gpu_id': '0', 'status': 'Skip'}]},
+        {'name': 'Diagnostic', 'results': [{'gpu_id': '0', 'status': 'Not Run'}]}]}]}}
+    assert dcgmi.parse_dcgmi_diag(json.dumps(doc))['overall'] == 'skip'
+    doc['DCGM GPU Diagnostic']['test_categories'][0]['tests'][0]['results'] = [{'gpu_id': '0', 'status': 'Bogus'}]
+    doc['DCGM GPU Diagnostic']['test_categories'][0]['tests'].pop()
+    assert dcgmi.parse_dcgmi_diag(json.dumps(doc))['overall'] is None
+
+
+def test_runtime_error_makes_overall_unknown():
+    doc = {'DCGM Diagnostic': {'runtime_error': 'Error while running diagnostics',
+                               'test_categories': [{'category': 'Deployment', 'tests': [
+                                   {'name': 'software', 'results': [{'entity_group': 'GPU', 'entity_id': 0, 'status': 'Pass'}]}]}]}}
+    result = dcgmi.parse_dcgmi_diag(json.dumps(doc))
+    assert result['runtime_error'] == 'Error while running diagnostics' and result['overall'] is None
+
+
+def test_complete_text_table_passes():
+    text = ('Successfully ran diagnostic for group.\n'
+            '+---------------------------+------------------------------------------------+\n'
+            '| Diagnostic                | Result                                         |\n'
+            '+===========================+================================================+\n'
+            '|-----  Deployment  --------+------------------------------------------------|\n'
+            '| Denylist                  | Pass                                           |\n'
+            '| Inforom                   | Skip                                           |\n'
+            '+-----  Hardware  ----------+------------------------------------------------+\n'
+            '| GPU Memory                | Pass - All                                     |\n'
+            '+---------------------------+------------------------------------------------+\n')
+    result = dcgmi.parse_dcgmi_diag(text)
+    assert result['truncated'] is False and result['overall'] == 'pass'
+    assert result['skipped_tests'] == ['Inforom']
+
+
+@pytest.mark.parametrize('status,expected', [('Pass', 'pass'), ('FAIL', 'fail'), ('Warn', 'warn'), ('Skip', 'skip'),
+                                             ('Not Run', 'skip'), ('weird', None), (None, None)])
+def test_normalize_status(status, expected):
+    assert dcgmi.normalize_status(status) == expected
+
+
+@pytest.mark.parametrize('text', ['', 'Error: unable to establish a connection to the specified host: localhost\n',
+                                  '[1, 2, 3]', '{"foo": 1}', 'x\x00y'])
+def test_foreign_text_is_a_parse_error(text):
+    with pytest.raises(ParseError):
+        dcgmi.parse_dcgmi_diag(text)
+
+
+def test_connection_error_hint():
+    text = ('Error: unable to establish a connection to the specified host: localhost\n'
+            'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
+    assert 'nv-hostengine' in dcgmi.classify_connection_error(text)
+    assert dcgmi.classify_connection_error('Successfully ran diagnostic for group.') is None

@@ -1,0 +1,151 @@
+"""nccl-tests parser on real outputs (shared and found-public), synthetic INFO logs and foreign input."""
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import nccl
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from tests.unit import fixtures
+
+GB10 = 'nccl-tests/all_gather_perf_2xGB10_single_16G_size_2.17.6_dgxspark25_truncated.txt'
+A100_TWO_JOBS = 'nccl-tests/all_reduce_perf_2node_A100_pcie_nccl2.19.3_header_nccltests182_truncated.txt'
+
+
+def test_gb10_all_gather_new_header_single_row_cut_avg():
+    result = nccl.parse_nccl_tests(fixtures.shared(GB10))
+    assert result['test'] == 'all_gather_perf'
+    assert result['nccl_tests_version'] == '2.17.6'
+    assert result['nccl_version'] == '2.28.3'  # from nccl-library=22803
+    assert len(result['rows']) == 1
+    row = result['rows'][0]
+    assert row['size_bytes'] == 17179869184 and row['count'] == 2147483648
+    assert (row['type'], row['redop'], row['root']) == ('float', 'none', -1)
+    assert (row['oop_time_us'], row['oop_algbw_gbs'], row['oop_busbw_gbs']) == (453650.0, 37.87, 18.94)
+    assert (row['ip_time_us'], row['ip_algbw_gbs'], row['ip_busbw_gbs']) == (410049.0, 41.90, 20.95)
+    assert row['wrong'] == 0 and row['oop_wrong'] == 0 and row['ip_wrong'] == 0
+    assert result['out_of_bounds'] == 0 and result['out_of_bounds_ok'] is True
+    # "# Avg" is cut: unknown, not 0.
+    assert result['avg_busbw_gbs'] is None and result['truncated'] is True
+    assert [(r['rank'], r['host'], r['bus_id'], r['name']) for r in result['ranks']] == [
+        (0, 'spark', '000f:01:00', 'NVIDIA GB10'), (1, 'spark-3995', '000f:01:00', 'NVIDIA GB10')]
+    assert result['transport'] is None and result['gdr'] is None
+    assert result['multiple_jobs'] is False
+
+
+def test_a100_two_headers_is_flagged_not_merged():
+    result = nccl.parse_nccl_tests(fixtures.shared(A100_TWO_JOBS))
+    assert result['multiple_jobs'] is True
+    assert len(result['jobs']) == 2
+    assert result['rows'] is None and result['avg_busbw_gbs'] is None
+    assert result['test'] == 'all_reduce_perf'
+    assert result['nccl_version'] == '2.19.3+cuda12.3'
+    assert sorted({r['host'] for r in result['ranks']}) == ['testgpu1', 'testgpu2']
+    assert [r['rank'] for r in result['ranks']] == [0, 1, 0, 1]
+
+
+def test_old_layout_two_independent_jobs_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_old_layout_two_independent_jobs_nccltests107_truncated.txt'))
+    assert result['multiple_jobs'] is True and result['rows'] is None
+    assert [j['max_bytes'] for j in result['jobs']] == [1310720000, 1310720000]
+    assert {r['host'] for r in result['ranks']} == {'ip-172-31-20-228', 'ip-172-31-22-230'}
+
+
+def test_healthy_h100_table_with_avg_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_h100_ring_512M_8G_healthy_avg95_nccltests252.txt'))
+    assert [r['size_bytes'] for r in result['rows']] == [536870912, 1073741824, 2147483648, 4294967296, 8589934592]
+    assert result['rows'][0]['ip_time_us'] == 9676.9
+    assert all(r['wrong'] == 0 for r in result['rows'])
+    assert result['avg_busbw_gbs'] == 95.3009 and result['out_of_bounds'] == 0
+    assert result['truncated'] is False
+    assert nccl.max_busbw(result) == 97.54
+    assert nccl.busbw_at_max_size(result) == 95.10
+    assert nccl.busbw_at(result, 3 * 1024 ** 3)['size_bytes'] == 2147483648
+    assert nccl.busbw_at(result, 1024) is None
+    assert result['transport'] is None  # no INFO lines: unknown, not IB
+
+
+def test_old_error_column_na_is_unknown_not_zero_and_warn_lines():
+    result = nccl.parse_nccl_tests(
+        fixtures.local('nccl/broadcast_perf_old_error_column_na_socket_2node_v100_nccltests82_truncated.txt'))
+    assert result['test'] == 'broadcast_perf'
+    assert len(result['rows']) == 1  # the cut second row is dropped
+    row = result['rows'][0]
+    assert row['root'] == 0 and row['redop'] is None
+    assert row['oop_time_us'] == 45.82 and row['ip_time_us'] == 38.17
+    assert row['oop_wrong'] is None and row['wrong'] is None
+    assert result['nccl_version'] == '2.9.6+cuda11.2'
+    assert len(result['errors']) == 2 and all('NCCL WARN Failed to open libibverbs' in e for e in result['errors'])
+    assert [r['host'] for r in result['ranks']] == ['v100-gpu-1', 'v100-gpu-5']
+    assert result['ranks'][0]['group'] is None
+    assert result['transport'] is None and result['truncated'] is True
+
+
+def test_net_socket_info_log_with_warnings_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_2gpu_net_socket_info_warn_nccltests131_truncated.txt'))
+    assert result['transport'] == 'Socket' and result['gdr'] is False
+    assert result['socket_ifaces'] == ['eth0', 'virbr0']
+    assert result['nccl_version'] == '2.16.5+cuda11.8'
+    assert result['test'] == 'all_reduce_perf'
+    assert len(result['errors']) == 2 and 'Could not find a path' in result['errors'][0]
+    assert result['rows'] == []
+
+
+def test_net_ib_gdrdma_ring_lines_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/nccl_info_ring_net_ib_gdrdma_2node_azure_nccltests36_truncated.txt'))
+    assert result['transport'] == 'IB' and result['gdr'] is True
+    assert result['rows'] == [] and result['avg_busbw_gbs'] is None
+
+
+def test_ibext_plugin_channels_are_ib_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/nccl_info_channel_net_ibext_gdrdma_2node_h100_nccl1357_truncated.txt'))
+    assert result['transport'] == 'IB' and result['network'] == 'IBext' and result['gdr'] is True
+    assert result['channels'] == 12
+
+
+def test_synthetic_ib_log_with_info_inside_the_table():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt'))
+    assert len(result['rows']) == 4
+    assert result['transport'] == 'IB' and result['gdr'] is True
+    assert result['net_devices'] == ['mlx5_0:1/RoCE', 'mlx5_1:1/RoCE'] and result['ib_hcas'] == ['mlx5_0', 'mlx5_1']
+    assert result['channels'] == 4 and result['avg_busbw_gbs'] == 45.5775
+    assert nccl.busbw_at_max_size(result) == 46.21
+
+
+def test_synthetic_socket_fallback():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt'))
+    assert result['transport'] == 'Socket' and result['gdr'] is False
+    assert result['avg_busbw_gbs'] == 2.1 and 'NCCL_IB_HCA=mlx5_9' in result['errors'][0]
+
+
+def test_tagged_output_and_wrong_values():
+    text = ('[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 '
+            'validation: 1 graph: 0\n'
+            '[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n'
+            '[1,0]<stdout>:           8             2     float     sum      -1    17.08    0.00    0.00      3    16.76    0.00    0.00      1\n'
+            '[1,0]<stdout>:          16             4     float     sum      -1    16.72    0.00    0.00      0    16.66    0.00    0.00      0\n'
+            '[1,0]<stdout>:# Out of bounds values : 4 FAILED\n'
+            '[1,0]<stdout>:# Avg bus bandwidth    : 0.001\n')
+    result = nccl.parse_nccl_tests(text)
+    assert [r['wrong'] for r in result['rows']] == [4, 0]
+    assert result['out_of_bounds'] == 4 and result['out_of_bounds_ok'] is False
+    assert nccl.data_errors(result) == [{'size_bytes': 8, 'oop_wrong': 3, 'ip_wrong': 1}]
+
+
+def test_in_place_only_table():
+    text = ('#  size  in-place  time(us)  busbw(GB/s)  #wrong\n'
+            '   1048576   52.1   20.13   0\n')
+    row = nccl.parse_nccl_tests(text)['rows'][0]
+    assert row['size_bytes'] == 1048576 and row['ip_time_us'] == 52.1 and row['ip_busbw_gbs'] == 20.13
+    assert row['oop_busbw_gbs'] is None and row['ip_wrong'] == 0
+
+
+def test_nccl_failure_lines_are_errors():
+    text = ('# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n'
+            'gpu-a: Test NCCL failure common.cu:1005 \'unhandled system error (run with NCCL_DEBUG=INFO for details)\'\n')
+    result = nccl.parse_nccl_tests(text)
+    assert result['errors'] and 'Test NCCL failure' in result['errors'][0]
+    assert result['rows'] == []
+
+
+@pytest.mark.parametrize('text', ['', 'hello world\n', 'hca_id: mlx5_0\n\ttransport: InfiniBand (0)\n', 'a\x00b'])
+def test_foreign_text_is_a_parse_error(text):
+    with pytest.raises(ParseError):
+        nccl.parse_nccl_tests(text)

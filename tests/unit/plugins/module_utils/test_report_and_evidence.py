@@ -1,0 +1,123 @@
+"""Letters, summary, JUnit, and evidence written atomically and never overwritten."""
+import os
+import subprocess
+import tarfile
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, report
+
+PERFTEST_ROW = ' 65536      30000            0.00               36239.87            0.579838'
+
+
+def rejected_node():
+    return {
+        'node': 'gpu-01', 'peer': 'peer01', 'tier': '400G', 'tier_description': '400 Gb/s NDR (tier 3)', 'bucket': 'C',
+        'contract_text': '8 ConnectX-7 NICs at 400 Gb/s NDR, PCIe gen5 x16',
+        'identity': {'rack': 'R12', 'asset_tag': 'XYZ123'},
+        'ruled_out': ['We reseated the card on mlx5_0', 'The cable was replaced once; no change'],
+        'tests': [
+            {'id': 'ib_send_bw_gbs:mlx5_0', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'status': 'reject', 'value': 38.0,
+             'expected': 'healthy >= 46 GB/s (46-48), reject < 42 GB/s, one-way', 'label': 'ib_send_bw per HCA',
+             'cmd': 'ib_send_bw -d mlx5_0 -F -s 65536 -t 128 10.252.1.2',
+             'verbatim': [' #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]', PERFTEST_ROW],
+             'as_printed': '38.00 GB/s (perftest printed 36239.87 MB/sec)'},
+            {'id': 'ib_send_bw_gbs:mlx5_5', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_5', 'status': 'healthy', 'value': 47.0,
+             'as_printed': '47.00 GB/s (perftest printed 44822.69 MB/sec)', 'label': 'ib_send_bw per HCA'},
+        ],
+        'findings': [{'check': 'pcie_link', 'subject': 'mlx5_0', 'status': 'reject',
+                      'detail': 'NIC mlx5_0 at 0000:1b:00.0: LnkSta 16GT/s x16, LnkCap 32GT/s x16',
+                      'verbatim': ['LnkCap: Port #0, Speed 32GT/s, Width x16', 'LnkSta: Speed 16GT/s (downgraded), Width x16 (ok)']}],
+        'causes': [{'cause': 'single_nic_slow', 'subjects': ['mlx5_0'], 'detail': 'mlx5_0 is slow; its PCIe link is degraded'}],
+        'counts': {'healthy': 1, 'marginal': 0, 'reject': 2},
+    }
+
+
+def test_letter_has_the_runbook_shape_and_pastes_measurements_verbatim():
+    letter = report.vendor_letter(rejected_node())
+    assert letter.startswith('Hi,\n')
+    assert not any(line.startswith('# ') or line.startswith('## ') for line in letter.splitlines())
+    assert 'gpu-01 (rack R12, asset tag XYZ123)' in letter and '400 Gb/s NDR (tier 3)' in letter
+    assert 'The contract specifies 8 ConnectX-7 NICs' in letter
+    assert PERFTEST_ROW in letter and '$ ib_send_bw -d mlx5_0 -F -s 65536 -t 128 10.252.1.2' in letter
+    assert 'LnkSta: Speed 16GT/s (downgraded), Width x16 (ok)' in letter and '0000:1b:00.0' in letter
+    assert 'We reseated the card on mlx5_0' in letter
+    assert 'stays cordoned' in letter
+    order = [letter.index(s) for s in ('The contract specifies', 'Measured results', 'What differs', 'Already ruled out', 'Could you', 'cordoned')]
+    assert order == sorted(order)
+
+
+def test_letter_never_invents_a_measurement():
+    node = rejected_node()
+    node['tests'][0].pop('verbatim')
+    node['tests'][0].pop('as_printed')
+    node['tests'][0]['value'] = None
+    node['tests'][0]['error'] = "Couldn't connect to 10.252.1.2:18515"
+    letter = report.vendor_letter(node)
+    assert "Couldn't connect to 10.252.1.2:18515" in letter
+    assert '38.0' not in letter and '38 GB/s' not in letter
+
+
+def test_summary_table_and_junit():
+    healthy = {'node': 'gpu-02', 'peer': 'peer01', 'tier': '400G', 'bucket': 'A', 'tests': [], 'findings': [], 'causes': [],
+               'counts': {'healthy': 9}}
+    nodes = {'gpu-01': rejected_node(), 'gpu-02': healthy}
+    table = report.summary_table(nodes)
+    lines = table.splitlines()
+    assert lines[0].split()[:4] == ['node', 'peer', 'tier', 'bucket']
+    assert lines[2].split()[:4] == ['gpu-01', 'peer01', '400G', 'C'] and 'single_nic_slow' in lines[2]
+    assert lines[3].split()[3] == 'A'
+    root = ET.fromstring(report.junit_xml(nodes))
+    assert root.get('tests') == '3' and root.get('failures') == '2'
+    failure = root.find(".//testcase[@name='ib_send_bw_gbs[mlx5_0]']/failure")
+    assert failure is not None and failure.get('type') == 'reject'
+
+
+def test_bundle_is_atomic_verifiable_and_never_overwritten(tmp_path):
+    target = tmp_path / 'gpu-01' / '20261130T010000Z'
+    entries = evidence.build_bundle(str(target), {'commands/lspci.txt': 'LnkSta: Speed 32GT/s\n', 'results.json': '{}'})
+    assert [entry[1] for entry in entries] == ['commands/lspci.txt', 'results.json']
+    proc = subprocess.run(['sha256sum', '-c', 'MANIFEST.sha256'], cwd=str(target), capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with pytest.raises(evidence.EvidenceError, match='never overwritten'):
+        evidence.build_bundle(str(target), {'x.txt': 'second run'})
+    assert (target / 'results.json').read_text() == '{}'
+    assert [p.name for p in (tmp_path / 'gpu-01').iterdir()] == ['20261130T010000Z']  # no staging left behind
+    (target / 'results.json').write_text('tampered')
+    assert evidence.verify_manifest(str(target)) == ['results.json']
+
+
+def test_tarball_is_flat_and_refuses_overwrite(tmp_path):
+    folder = tmp_path / 'b'
+    evidence.build_bundle(str(folder), {'a.txt': 'A', 'sub/b.txt': 'B'})
+    tarball = str(tmp_path / 'n-20261130T010000Z.tar.gz')
+    digest = evidence.tar_folder(str(folder), tarball)
+    assert len(digest) == 64
+    with tarfile.open(tarball) as archive:
+        assert sorted(archive.getnames()) == ['MANIFEST.sha256', 'a.txt', 'sub', 'sub/b.txt']
+    with pytest.raises(evidence.EvidenceError):
+        evidence.tar_folder(str(folder), tarball)
+
+
+@pytest.mark.parametrize('name', ['../etc/passwd', '/abs', 'a/../b', '', 'sp ace'])
+def test_unsafe_names_are_refused(name):
+    with pytest.raises(evidence.EvidenceError):
+        evidence.safe_relpath(name)
+
+
+def test_evidence_plan_adds_mlxlink_only_for_bad_nics():
+    node = rejected_node()
+    node['tests'][0]['kind'] = 'perftest_bw'
+    node['tests'][0]['raw'] = 'raw perftest text'
+    node['tests'][1]['kind'] = 'perftest_bw'
+    facts = {'rdma': {'devices': {'mlx5_0': {'pci_address': '0000:1b:00.0'}, 'mlx5_5': {'pci_address': '0000:9a:00.0'}},
+                      'live_ports': [{'device': 'mlx5_0', 'netdev': 'ibp27s0'}]}}
+    plan = evidence.evidence_plan(node, {'thresholds': {}}, facts, '/run/lab/proc', ['/proc/cmdline', '/etc/os-release'])
+    argvs = [c['argv'] for c in plan['commands']]
+    assert ['mlxlink', '-d', '0000:1b:00.0', '-c', '-e'] in argvs
+    assert ['mlxlink', '-d', '0000:9a:00.0', '-c', '-e'] not in argvs
+    assert ['ethtool', '-S', 'ibp27s0'] in argvs
+    assert plan['paths'] == ['/run/lab/proc/cmdline', '/etc/os-release']
+    assert plan['files']['tests/ib_send_bw_gbs_mlx5_0.txt'].startswith('$ ib_send_bw -d mlx5_0')
+    assert os.path.basename('x') == 'x'

@@ -1,0 +1,150 @@
+"""nccl_tests builds one mpirun command, writes and removes its hostfile, and grades nothing itself."""
+import os
+
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.modules import nccl_tests
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
+from tests.unit import fixtures
+from tests.unit.plugins.modules.utils import Call, run_module
+
+IB_LOG = fixtures.local('nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt')
+SOCKET_LOG = fixtures.local('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')
+
+ARGS = {
+    'binary': '/opt/nccl-tests/build/all_reduce_perf',
+    'hosts': [{'name': 'gpu-a', 'slots': 8}, {'name': '10.0.0.12', 'slots': 8}],
+    'min_bytes': '1G', 'max_bytes': '8G', 'step_factor': 2, 'iters': 20,
+    'ib_hca': ['mlx5_0', 'mlx5_1'], 'gid_index': 3, 'fabric_subnet': '10.0.0.0/24', 'allow_run_as_root': True,
+}
+
+
+@pytest.fixture
+def tmpdir_path(tmp_path, monkeypatch):
+    path = str(tmp_path / 'netval-nccl-test')
+
+    def fake_mkdtemp(prefix=None):
+        os.mkdir(path)
+        return path
+    monkeypatch.setattr(nccl_tests.tempfile, 'mkdtemp', fake_mkdtemp)
+    return path
+
+
+def argv(hostfile, timeout=1800):
+    return ['/usr/bin/timeout', '--kill-after=5', str(timeout), '/usr/bin/mpirun', '-np', '16', '--hostfile', hostfile,
+            '--allow-run-as-root', '--mca', 'oob_tcp_if_include', '10.0.0.0/24', '--mca', 'btl_tcp_if_include', '10.0.0.0/24',
+            '-x', 'NCCL_DEBUG=INFO', '-x', 'NCCL_IB_GID_INDEX=3', '-x', 'NCCL_IB_HCA=mlx5_0,mlx5_1',
+            '/opt/nccl-tests/build/all_reduce_perf', '-b', '1G', '-e', '8G', '-f', '2', '-n', '20']
+
+
+def test_success_over_ib_and_hostfile_removed(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=IB_LOG)])
+    assert not failed, result
+    assert result['hostfile'] == 'gpu-a slots=8\n10.0.0.12 slots=8\n'
+    assert result['transport'] == 'IB' and result['gdr'] is True
+    assert result['avg_busbw_gbs'] == 45.5775 and result['busbw_at_max_size'] == 46.21
+    assert len(result['rows']) == 4 and result['data_errors'] == [] and result['warnings'] == []
+    assert result['cmd'].startswith('/usr/bin/mpirun -np 16 --hostfile ')
+    assert not os.path.exists(tmpdir_path), 'the temporary hostfile directory must be removed'
+
+
+def test_socket_fallback_is_returned_with_a_warning(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=SOCKET_LOG)])
+    assert not failed
+    assert result['transport'] == 'Socket' and result['gdr'] is False
+    assert any('NET/Socket' in w and 'NCCL_IB_HCA' in w for w in result['warnings'])
+
+
+def test_check_mode_runs_nothing_and_writes_nothing(tmpdir_path):
+    result, failed = run_module(nccl_tests.main, dict(ARGS, hosts=['gpu-a', 'gpu-b']), check_mode=True)
+    assert not failed and result['_ran'] == []
+    assert result['hostfile'] == 'gpu-a slots=1\ngpu-b slots=1\n'
+    assert '-np 2 --hostfile \'<tmpdir>/hostfile\'' in result['cmd']
+    assert not os.path.exists(tmpdir_path)
+
+
+def test_missing_mpirun_names_the_package(tmpdir_path):
+    result, failed = run_module(nccl_tests.main, ARGS, missing=('mpirun',))
+    assert failed and 'mpirun' in result['msg'] and 'openmpi-bin' in result['msg'] and hostname() in result['msg']
+    assert not os.path.exists(tmpdir_path)
+
+
+def test_tool_failure_names_host_command_rc_and_nccl_warn(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    out = ('# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 '
+           'validation: 1 graph: 0\n'
+           'gpu-a:40211:40230 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.12<38553> with '
+           'status=12 opcode=0 len=0 vendor err 129 (Recv)\n'
+           'gpu-a: Test NCCL failure common.cu:1005 \'remote process exited or there was a network error\'\n')
+    calls = [Call(argv(hostfile), rc=1, out=out, err='mpirun detected that one or more processes exited\n')]
+    result, failed = run_module(nccl_tests.main, ARGS, calls=calls)
+    assert failed
+    assert hostname() in result['msg'] and '/usr/bin/mpirun -np 16' in result['msg'] and 'rc=1' in result['msg']
+    assert 'NCCL WARN NET/IB : Got completion' in result['msg'] and 'Test NCCL failure' in result['msg']
+    assert not os.path.exists(tmpdir_path)
+
+
+def test_timeout(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    result, failed = run_module(nccl_tests.main, dict(ARGS, timeout=60), calls=[Call(argv(hostfile, 60), rc=124)])
+    assert failed and 'timed out' in result['msg'] and result['timed_out'] is True
+
+
+def test_garbage_output_fails_cleanly(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out='Segmentation fault\n')])
+    assert failed and 'could not be parsed' in result['msg'] and hostname() in result['msg']
+
+
+def test_two_independent_jobs_fail(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    out = fixtures.shared('nccl-tests/all_reduce_perf_2node_A100_pcie_nccl2.19.3_header_nccltests182_truncated.txt')
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=out)])
+    assert failed and 'independent jobs' in result['msg'] and result['multiple_jobs'] is True
+
+
+WRONG_LOG = IB_LOG.replace('44.53   44.53      0    24090', '44.53   44.53      7    24090')
+assert WRONG_LOG != IB_LOG
+
+
+def test_wrong_results_returned_then_failed_on_request(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=WRONG_LOG)])
+    assert not failed and result['data_errors'] == [{'size_bytes': 1073741824, 'oop_wrong': 7, 'ip_wrong': 0}]
+    result, failed = run_module(nccl_tests.main, dict(ARGS, fail_on_wrong=True), calls=[Call(argv(hostfile), out=WRONG_LOG)])
+    assert failed and '#wrong' in result['msg']
+
+
+def test_nccl_env_and_options_become_x_flags(tmpdir_path):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    args = {'binary': 'all_reduce_perf', 'hosts': ['gpu-a'], 'nccl_env': {'NCCL_DEBUG': 'WARN', 'UCX_TLS': 'tcp'},
+            'net_plugin': 'none', 'ib_merge_nics': False, 'ib_tc': 106, 'socket_ifname': ['eth0'], 'gpus_per_rank': 8,
+            'warmup_iters': 1, 'check': 1, 'np': 1, 'mpirun_args': ['--bind-to', 'none'], 'timeout': 30}
+    expected = ['/usr/bin/timeout', '--kill-after=5', '30', '/usr/bin/mpirun', '-np', '1', '--hostfile', hostfile,
+                '--bind-to', 'none', '-x', 'NCCL_DEBUG=WARN', '-x', 'NCCL_IB_MERGE_NICS=0', '-x', 'NCCL_IB_TC=106',
+                '-x', 'NCCL_NET_PLUGIN=none', '-x', 'NCCL_SOCKET_IFNAME=eth0', '-x', 'UCX_TLS=tcp',
+                'all_reduce_perf', '-g', '8', '-w', '1', '-c', '1']
+    result, failed = run_module(nccl_tests.main, args, calls=[Call(expected, out=IB_LOG)])
+    assert not failed, result
+
+
+@pytest.mark.parametrize('override,needle', [
+    ({'binary': 'rm -rf /'}, 'binary'),
+    ({'binary': 'ib_write_bw'}, 'binary'),
+    ({'hosts': ['gpu a']}, 'hosts[0]'),
+    ({'hosts': [{'name': 'gpu-a', 'slots': 0}]}, 'slots'),
+    ({'hosts': []}, 'hosts'),
+    ({'nccl_env': {'PATH': '/tmp'}}, 'nccl_env'),
+    ({'nccl_env': {'NCCL_IB_HCA': 'mlx5_0'}}, 'both option ib_hca'),
+    ({'fabric_subnet': '10.0.0.0/33'}, 'fabric_subnet'),
+    ({'gid_index': 300}, 'gid_index'),
+    ({'ib_hca': ['mlx5_0;reboot']}, 'ib_hca'),
+    ({'min_bytes': '1 G'}, 'min_bytes'),
+    ({'mpirun': 'mpirun; id'}, 'mpirun'),
+])
+def test_bad_input_fails_clearly(tmpdir_path, override, needle):
+    result, failed = run_module(nccl_tests.main, dict(ARGS, **override))
+    assert failed and needle in result['msg'] and hostname() in result['msg']
+    assert result['_ran'] == []
