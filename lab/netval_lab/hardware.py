@@ -121,8 +121,8 @@ def pci_chain(bdf):
     domain, bus = parse_bdf(bdf)[:2]
     if bus >= 3:
         top = bus - 3
-        return 'pci%04x:%02x' % (domain, top), ['%04x:%02x:01.0' % (domain, top), '%04x:%02x:02.0' % (domain, bus - 2),
-                                                 '%04x:%02x:03.0' % (domain, bus - 1)]
+        ports = ['%04x:%02x:01.0' % (domain, top), '%04x:%02x:02.0' % (domain, bus - 2), '%04x:%02x:03.0' % (domain, bus - 1)]
+        return 'pci%04x:%02x' % (domain, top), ports
     return 'pci%04x:00' % domain, ['%04x:00:01.0' % domain]
 
 
@@ -198,8 +198,7 @@ def build_state(profile, host, role, lab_info):
         devices.append({
             'index': len(devices), 'slot': index, 'bus_id': bus,
             'numa_node': numa_nodes[index] if index < len(numa_nodes) else (affinity['numa_node'] if affinity else 0),
-            'uuid': 'GPU-%s-%s-%s-%s-%s' % tuple(_digest('uuid', host, index)[a:b] for a, b in
-                                                ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))),
+            'uuid': _gpu_uuid(host, index),
             'serial': str(1650000000000 + int(_digest('serial', host, index)[:8], 16) % 999999999),
             'nic': affinity['name'] if affinity else None,
         })
@@ -209,6 +208,11 @@ def build_state(profile, host, role, lab_info):
         'faults': [], 'nics': nics, 'gpus': gpus, 'host_hw': hw['host'], 'nccl': hw['nccl'], 'dcgmi': hw['dcgmi'],
         'fabric': fabric, 'mgmt_ip': lab_info.get('mgmt_ip'),
     }
+
+
+def _gpu_uuid(host, index):
+    digest = _digest('uuid', host, index)
+    return 'GPU-%s-%s-%s-%s-%s' % (digest[0:8], digest[8:12], digest[12:16], digest[16:20], digest[20:32])
 
 
 def _gids(nic):

@@ -144,7 +144,9 @@ TIER_DEFAULTS = {
         'gpus': {'count_expected': 8, 'model': 'NVIDIA B200', 'pci_device_id': '0x2901',
                  'pcie_gen': 6, 'pcie_width': 16, 'nvlink': 'NV18'},
         'nccl': {'busbw_gbs': 90.0},
-        'host': {'cpus': 112, 'numa_nodes': 2},
+        'host': {'cpus': 112, 'numa_nodes': 2, 'hugepages_total': 256,
+                 'cmdline': ['BOOT_IMAGE=/boot/vmlinuz-6.8.0-45-generic', 'root=UUID=0d6e2f8a-3c1b-4e7d-8f2a-9b5c4d3e2f1a', 'ro',
+                             'quiet', 'iommu=pt', 'intel_iommu=on', 'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=256']},
     },
     'roce-pair-2x100g': {
         'nic_count': 4,
@@ -162,7 +164,7 @@ TIER_DEFAULTS = {
 }
 
 COMMON_NIC = {
-    'state': 'ACTIVE', 'phys_state': 'LinkUp', 'cqe_compression': 'BALANCED', 'rx_ring': 8192, 'channels': 32,
+    'state': 'ACTIVE', 'phys_state': 'LinkUp', 'cqe_compression': 'BALANCED', 'rx_ring': 16384, 'channels': 64,
     'gid_index': 0, 'pause_rate_per_s': 0, 'mtu': 4096,
 }
 COMMON_GPUS = {'xid_lines': [], 'driver_version': '550.127.08', 'cuda_version': '12.4',
@@ -170,9 +172,9 @@ COMMON_GPUS = {'xid_lines': [], 'driver_version': '550.127.08', 'cuda_version': 
                        'aggregate_dram_uncorrectable': 0, 'aggregate_dram_correctable': 0}}
 COMMON_HOST = {
     'cmdline': ['BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64', 'root=UUID=5b3c1c2e-7d5e-4c2b-9a63-6f0e0c1d2a11', 'ro',
-                'quiet', 'iommu=pt', 'intel_iommu=on', 'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=64'],
-    'hugepages_total': 64, 'hugepagesz': '1G', 'governor': 'performance', 'no_turbo': False, 'memlock': 'unlimited',
-    'modules': ['mlx5_ib', 'mlx5_core', 'ib_uverbs', 'ib_core', 'rdma_ucm', 'nvidia_peermem', 'nvidia'],
+                'quiet', 'iommu=pt', 'intel_iommu=on', 'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=128'],
+    'hugepages_total': 128, 'hugepagesz': '1G', 'governor': 'performance', 'no_turbo': False, 'memlock': 'unlimited',
+    'modules': ['mlx5_ib', 'mlx5_core', 'ib_uverbs', 'ib_core', 'ib_umad', 'rdma_cm', 'rdma_ucm', 'nvidia_peermem', 'nvidia'],
     'mem_total_kb': 2113531904, 'kernel_lines': [], 'kernel_version': '6.1.0-28-amd64', 'iommu': 'pt',
 }
 COMMON_NCCL = {'transport': 'IB', 'gdr': True, 'version': '2.23.4', 'nccl_tests_version': '2.17.6'}

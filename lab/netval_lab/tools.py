@@ -157,6 +157,7 @@ def tool_show_gids(state, args):
     nics = nics_sorted(state)
     if args:
         nics = [nic for nic in nics if nic['name'] == args[0]]
+
     def row(dev, port, index, gid, ipv4, ver, netdev):
         text = ''
         for value in (dev, port, index, gid):
@@ -184,9 +185,9 @@ def tool_ibdev2netdev(state, args):
     for nic in nics_sorted(state):
         up = 'Up' if nic['state'] == 'ACTIVE' else 'Down'
         if verbose:
-            out('%s %s (%s - %s) fw %s port 1 (%s) ==> %s (%s)' % (nic['pci_address'], nic['name'], nic['hca_type'],
-                                                                  nic['part_number'], nic['fw_version'], nic['state'],
-                                                                  nic['netdev'], up))
+            out('%s %s (%s - %s) fw %s port 1 (%s) ==> %s (%s)'
+                % (nic['pci_address'], nic['name'], nic['hca_type'], nic['part_number'], nic['fw_version'], nic['state'],
+                   nic['netdev'], up))
         else:
             out('%s port 1 ==> %s (%s)' % (nic['name'], nic['netdev'], up))
     return 0
@@ -561,8 +562,8 @@ def tool_mlxlink(state, args, name='mlxlink'):
         p = nic['pcie']
         sections = [('PCIe Operational (Enabled) Info', [
             ('Depth, pcie index, node', '0, 0, 0'),
-            ('Link Speed Active (Enabled)', '%dG-Gen %d (%dG-Gen %d)' % (p['lnksta_gts'], gen.get(p['lnksta_gts'], 0),
-                                                                          p['lnkcap_gts'], gen.get(p['lnkcap_gts'], 0))),
+            ('Link Speed Active (Enabled)', '%dG-Gen %d (%dG-Gen %d)'
+             % (p['lnksta_gts'], gen.get(p['lnksta_gts'], 0), p['lnkcap_gts'], gen.get(p['lnkcap_gts'], 0))),
             ('Link Width Active (Enabled)', '%dX (%dX)' % (p['lnksta_width'], p['lnkcap_width']))])]
     else:
         active = nic['state'] == 'ACTIVE'
@@ -701,10 +702,11 @@ def _nvsmi_table(state, devices):
     gpus = state['gpus']
     mem = _gpu_mem(gpus['model'])
     out(time.strftime('%a %b %d %H:%M:%S %Y'))
-    bar = '+-----------------------------------------+------------------------+----------------------+'
+    rule = '+-----------------------------------------+------------------------+----------------------+'
     out('+' + '-' * 89 + '+')
-    out('|' + (' NVIDIA-SMI %-21s Driver Version: %-14s CUDA Version: %s' % (gpus['driver_version'], gpus['driver_version'],
-                                                                            gpus['cuda_version'])).ljust(89) + '|')
+    title = ' NVIDIA-SMI %-21s Driver Version: %-14s CUDA Version: %s' % (
+        gpus['driver_version'], gpus['driver_version'], gpus['cuda_version'])
+    out('|' + title.ljust(89) + '|')
     out('|-----------------------------------------+------------------------+----------------------+')
     out('| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |')
     out('| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |')
@@ -718,7 +720,7 @@ def _nvsmi_table(state, devices):
         left += ('%dW / %dW' % (70 + gpu['index'], 700)).rjust(40 - len(left)) + ' '
         out('|%s|%s|%s|' % (left, ('%s / %s ' % ('1MiB', '%dMiB' % mem)).rjust(24), '      0%      Default '))
         out('|                                         |                        |             Disabled |')
-        out(bar)
+        out(rule)
     out('')
     out('+-----------------------------------------------------------------------------------------+')
     out('| Processes:                                                                              |')
@@ -1028,7 +1030,7 @@ def tool_dcgmi(state, args):
     if as_json:
         doc = {'DCGM GPU Diagnostic': {'test_categories': [], 'version': state['dcgmi']['version']},
                'Driver Version Detected': gpus['driver_version'],
-               'GPU Device IDs': [gpus['pci_device_id'][2:] for _ in devices]}
+               'GPU Device IDs': [gpus['pci_device_id'][2:]] * len(devices)}
         for category, tests in categories:
             entry = {'category': category, 'tests': []}
             for test, result in tests:
@@ -1054,9 +1056,9 @@ def tool_dcgmi(state, args):
     out('|%s+------------------------------------------------|' % ('-----  Metadata  ').ljust(27, '-'))
     out('| %-25s | %-46s |' % ('DCGM Version', state['dcgmi']['version']))
     out('| %-25s | %-46s |' % ('Driver Version Detected', gpus['driver_version']))
-    ids = ', '.join(gpus['pci_device_id'][2:] for _ in devices)
+    ids = ', '.join([gpus['pci_device_id'][2:]] * len(devices))
     if len(ids) > 46:
-        ids = ','.join(gpus['pci_device_id'][2:] for _ in devices)
+        ids = ','.join([gpus['pci_device_id'][2:]] * len(devices))
     out('| %-25s | %-46s |' % ('GPU Device IDs Detected', ids))
     for position, (category, tests) in enumerate(categories):
         edge = '|' if position == 0 else '+'
@@ -1256,12 +1258,9 @@ def _bw_rows(params, bw_bytes):
         else:
             iterations = params['iters']
             peak = bw * 1.0004
-        if params['gbits']:
-            conv = lambda value: value * 8 / 1e9  # noqa: E731
-        else:
-            conv = lambda value: value / MIB  # noqa: E731
+        scale = 8 / 1e9 if params['gbits'] else 1 / MIB
         rows.append(' %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f'
-                    % (size, iterations, conv(peak), conv(bw), bw / size / 1e6))
+                    % (size, iterations, peak * scale, bw * scale, bw / size / 1e6))
     unit = 'Gb/sec' if params['gbits'] else 'MB/sec'
     header = ' #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]' % (unit, unit)
     return [header] + rows + ['-' * 87]
@@ -1284,17 +1283,14 @@ def _cuda_lines(state, params):
         raise ToolExit(1, 'initializing CUDA\nThere are %d devices supporting CUDA, picking first...\n'
                           'cuDeviceGet() failed with error 101\n Couldn\'t init GPU context\n' % len(devices))
     gpu = devices[index]
-    return ['initializing CUDA',
-            'Listing all CUDA devices in system:',
-            ] + ['CUDA device %d: PCIe address is %s' % (dev['index'], dev['bus_id'][5:].upper()) for dev in devices] + [
-            '',
-            'Picking device No. %d' % index,
-            '[pid = %d, dev = %d] device name = [%s]' % (os.getpid(), index, state['gpus']['model']),
-            'creating CUDA Ctx',
-            'making it the current CUDA Ctx',
-            'CUDA device integrated: 0',
-            'cuMemAlloc() of a %d bytes GPU buffer' % max(131072, params['size'] * 2),
-            'allocated GPU buffer address at 00007f%010x pointer=0x7f%010x' % (gpu['slot'] << 24, gpu['slot'] << 24)]
+    lines = ['initializing CUDA', 'Listing all CUDA devices in system:']
+    lines += ['CUDA device %d: PCIe address is %s' % (dev['index'], dev['bus_id'][5:].upper()) for dev in devices]
+    lines += ['', 'Picking device No. %d' % index,
+              '[pid = %d, dev = %d] device name = [%s]' % (os.getpid(), index, state['gpus']['model']),
+              'creating CUDA Ctx', 'making it the current CUDA Ctx', 'CUDA device integrated: 0',
+              'cuMemAlloc() of a %d bytes GPU buffer' % max(131072, params['size'] * 2),
+              'allocated GPU buffer address at 00007f%010x pointer=0x7f%010x' % (gpu['slot'] << 24, gpu['slot'] << 24)]
+    return lines
 
 
 WAITING = ['', '************************************', '* Waiting for client to connect... *', '************************************']

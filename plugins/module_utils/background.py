@@ -129,7 +129,7 @@ def stop_group(pgid, grace=3.0):
 def _group_members(pgid):
     members = []
     for name in os.listdir('/proc'):
-        if not name.isdigit():
+        if not name.isdecimal():
             continue
         try:
             with open('/proc/%s/stat' % name, 'r') as handle:

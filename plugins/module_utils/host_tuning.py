@@ -81,14 +81,14 @@ def parse_proc_modules(text):
         if not line.strip():
             continue
         parts = line.split()
-        if len(parts) < 3 or not parts[1].isdigit():
+        if len(parts) < 3 or not parts[1].isdecimal():
             raise ParseError('proc_modules', 'line %d is not "name size refcount ..."' % number, line)
         used_by = []
         if len(parts) > 3 and parts[3] not in ('-', ''):
             used_by = [entry for entry in parts[3].split(',') if entry]
         modules[parts[0]] = {
             'size': int(parts[1]),
-            'refcount': int(parts[2]) if parts[2].lstrip('-').isdigit() else None,
+            'refcount': int(parts[2]) if parts[2].lstrip('-').isdecimal() else None,
             'used_by': used_by,
             'state': parts[4] if len(parts) > 4 else None,
         }
@@ -106,7 +106,7 @@ def parse_lsmod(text):
     modules = {}
     for number, line in enumerate(lines[1:], 2):
         parts = line.split()
-        if len(parts) < 3 or not parts[1].isdigit() or not parts[2].lstrip('-').isdigit():
+        if len(parts) < 3 or not parts[1].isdecimal() or not parts[2].lstrip('-').isdecimal():
             raise ParseError('lsmod', 'line %d is not "name size refcount [users]"' % number, line)
         used_by = [entry for entry in parts[3].split(',') if entry] if len(parts) > 3 else []
         modules[parts[0]] = {'size': int(parts[1]), 'refcount': int(parts[2]), 'used_by': used_by}
@@ -130,7 +130,7 @@ def parse_limits(text):
             raise ParseError('limits', 'row is not "name soft hard [units]"', line)
         values = []
         for raw in (match.group(2), match.group(3)):
-            values.append(int(raw) if raw.isdigit() else raw)
+            values.append(int(raw) if raw.isdecimal() else raw)
         limits[match.group(1).strip()] = {'soft': values[0], 'hard': values[1], 'units': match.group(4)}
     memlock = limits.get('Max locked memory')
     return {
@@ -144,7 +144,7 @@ def parse_ulimit_l(text):
     text = require_text('ulimit', text).strip()
     if text == 'unlimited':
         return {'memlock_kib': 'unlimited'}
-    if not text.isdigit():
+    if not re.match(r'^[0-9]+$', text):
         raise ParseError('ulimit', 'expected a number of KiB or "unlimited"', text)
     return {'memlock_kib': int(text)}
 
@@ -216,7 +216,7 @@ def read_hugepage_pools(sysfs_root='/sys'):
     for name in names:
         match = re.match(r'^hugepages-(\d+)kB$', name)
         value = _read(os.path.join(base, name, 'nr_hugepages'))
-        if match and value is not None and value.strip().isdigit():
+        if match and value is not None and value.strip().isdecimal():
             pools[int(match.group(1))] = int(value.strip())
     return pools
 

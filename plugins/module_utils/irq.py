@@ -38,9 +38,9 @@ def parse_proc_interrupts(text):
             raise ParseError('proc_interrupts', 'row is not "N: counts ..."', line)
         tokens = match.group(2).split()
         counts = []
-        while tokens and len(counts) < cpus and tokens[0].isdigit():
+        while tokens and len(counts) < cpus and tokens[0].isdecimal():
             counts.append(int(tokens.pop(0)))
-        numeric = match.group(1).isdigit()
+        numeric = match.group(1).isdecimal()
         chip = hwirq = None
         if numeric and tokens:
             chip = tokens.pop(0)
@@ -106,7 +106,7 @@ def irq_placement(interrupts, affinity_by_irq, numa_cpus, name_pattern):
         name = info.get('name') or ''
         if not info.get('numeric') or not pattern.search(name):
             continue
-        affinity = cpus_of(affinity_by_irq.get(irq, affinity_by_irq.get(int(irq)) if irq.isdigit() else None))
+        affinity = cpus_of(affinity_by_irq.get(irq, affinity_by_irq.get(int(irq)) if irq.isdecimal() else None))
         local = None
         if affinity and local_set is not None:
             local = set(affinity) <= local_set
@@ -144,6 +144,6 @@ def read_pci_numa(bdf, sysfs_root='/sys'):
     node = _read(os.path.join(base, 'numa_node'))
     cpulist = _read(os.path.join(base, 'local_cpulist'))
     numa = None
-    if node is not None and node.strip().lstrip('-').isdigit() and int(node.strip()) >= 0:
+    if node is not None and node.strip().lstrip('-').isdecimal() and int(node.strip()) >= 0:
         numa = int(node.strip())
     return {'numa_node': numa, 'local_cpulist': cpulist.strip() if cpulist is not None else None}

@@ -65,10 +65,11 @@ def _perftest_lines(text, limit=6):
 
 
 def _rows(result):
-    rows = result.get('results')
-    if rows is None and isinstance(result.get('parsed'), dict):
-        rows = result['parsed'].get('results')
-    return rows or []
+    """Result rows of a perftest result: the module nests its parse under ``perftest``."""
+    for key in ('perftest', 'parsed'):
+        if isinstance(result.get(key), dict) and result[key].get('results') is not None:
+            return result[key]['results']
+    return result.get('results') or []
 
 
 def perftest_bw(result, subject, metric, peer):
@@ -84,7 +85,7 @@ def perftest_bw(result, subject, metric, peer):
     else:
         entry['value'], entry['unit'] = row.get('bw_avg_gbytes_s'), 'GB/s'
     printed = row.get('bw_avg_as_printed')
-    unit = row.get('bw_unit') or result.get('bw_unit')
+    unit = row.get('bw_unit') or (result.get('perftest') or {}).get('bw_unit') or result.get('bw_unit')
     if entry['value'] is not None:
         entry['as_printed'] = '%s %s (perftest printed %s %s)' % (round(float(entry['value']), 2), entry['unit'], printed, unit)
     error = _error_of(result)
@@ -323,3 +324,24 @@ def link_flap_findings(kernel_result):
                          'detail': 'PCIe AER %s error on %s during validation' % (severity, event.get('bdf')),
                          'verbatim': [event.get('line') or '']})
     return findings
+
+
+def _loop_subject(result):
+    """The HCA a looped result belongs to: the nearest ``device`` along its ``item`` chain."""
+    item = result
+    for _depth in range(4):
+        item = item.get('item') if isinstance(item, dict) else None
+        if not isinstance(item, dict):
+            return None
+        if item.get('device'):
+            return item['device']
+    return None
+
+
+def loop_measurements(results, kind, metric, peer=None):
+    """One measurement per looped result (a registered loop's ``results``), subject taken from each item."""
+    found = []
+    for result in results or []:
+        entry = measurement(result, kind, _loop_subject(result) or '?', metric, peer)
+        found.extend(entry if isinstance(entry, list) else [entry])
+    return found

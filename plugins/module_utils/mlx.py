@@ -232,7 +232,7 @@ def parse_flint(text):
             return None, None
         parts = value.split()
         base = None if parts[0] == 'N/A' else parts[0]
-        count = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+        count = int(parts[1]) if len(parts) > 1 and parts[1].isdecimal() else None
         return base, count
 
     roms = []

@@ -429,7 +429,7 @@ def _affinity_value(raw, integer):
     value = _value(raw)
     if value is None or not integer:
         return value
-    return int(value) if value.isdigit() else value
+    return int(value) if value.isdecimal() else value
 
 
 def parse_nvidia_smi_topo(text):

@@ -63,7 +63,7 @@ def _lid(text):
     text = text.strip()
     if re.match(r'^0x[0-9a-fA-F]+$', text):
         return int(text, 16)
-    if text.isdigit():
+    if text.isdecimal():
         return int(text)
     return None
 
@@ -380,7 +380,7 @@ def parse_show_gids(text):
         if trailer:
             n_gids_found = int(trailer.group(1))
             continue
-        if len(tokens) < 4 or not tokens[1].isdigit() or not tokens[2].isdigit() or not _SHOW_GIDS_GID.match(tokens[3]):
+        if len(tokens) < 4 or not tokens[1].isdecimal() or not tokens[2].isdecimal() or not _SHOW_GIDS_GID.match(tokens[3]):
             if not seen_header and not gids:
                 continue
             raise ParseError('show_gids', 'line %d is not "DEV PORT INDEX GID [IPv4] [VER] [DEV]"' % number, line)
@@ -460,7 +460,7 @@ def _listdir(path):
 
 
 def _numeric_sorted(names):
-    return sorted((name for name in names or () if name.isdigit()), key=int)
+    return sorted((name for name in names or () if name.isdecimal()), key=int)
 
 
 def _pci_address(device_dir):

@@ -217,6 +217,10 @@ cpu:
   returned: role=client
   type: dict
   sample: {"host_total": 98.9, "remote_total": 75.5}
+stdout:
+  description: The tool's raw output (client runs), kept for the evidence bundle.
+  returned: success
+  type: str
 result:
   description: Everything the parser read from the output (protocol, streams, duration_s, reverse, role, error, printed figures...).
   returned: role=client, or role=server and state=stopped
@@ -360,6 +364,7 @@ def run_client(module, runner):
         per_stream=parsed['per_stream'], intervals=parsed['intervals'], min_interval_bps=parsed['min_interval_bps'],
         min_interval_gbps=gbps(parsed['min_interval_bps']), cpu=parsed['cpu'], protocol=parsed['protocol'],
         streams=parsed['streams'], duration_s=parsed['duration_s'], reverse=parsed['reverse'], result=parsed,
+        stdout=result.stdout,
     )
 
 

@@ -146,6 +146,10 @@ unreachable:
   description: True for an unreachable message or 100% loss not explained by fragmentation; null when unknown.
   returned: always
   type: bool
+stdout:
+  description: The tool's raw output (client runs), kept for the evidence bundle.
+  returned: success
+  type: str
 stats:
   description: Everything parsed from the ping output (destination, messages, error...).
   returned: always
@@ -198,7 +202,7 @@ def read_interface_mtu(module, sysfs_root, interface):
     except (IOError, OSError) as exc:
         module.fail_json(msg='%s: cannot read the MTU of interface %s from %s: %s' % (hostname(), interface, path, exc),
                          cause='no_interface')
-    if not raw.isdigit():
+    if not raw.isdecimal():
         module.fail_json(msg='%s: %s holds %r, not an MTU' % (hostname(), path, raw), cause='bad_mtu')
     return int(raw)
 
@@ -290,6 +294,7 @@ def main():
         transmitted=stats['transmitted'], received=stats['received'], loss_percent=stats['loss_percent'], errors=stats['errors'],
         rtt_min_ms=stats['rtt_min_ms'], rtt_avg_ms=stats['rtt_avg_ms'], rtt_max_ms=stats['rtt_max_ms'], rtt_mdev_ms=stats['rtt_mdev_ms'],
         frag_needed=stats['frag_needed'], path_mtu=stats['path_mtu'], unreachable=stats['unreachable'], stats=stats,
+        stdout=result.stdout, stderr=result.stderr,
     )
     if params['fail_on_loss'] and not verdict['passed']:
         fields.pop('changed')

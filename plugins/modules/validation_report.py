@@ -16,7 +16,7 @@ description:
     C(junit.xml) (one test case per check), C(nodes/<node>.json) and C(nodes/<node>.md) for every node,
     and C(letters/<node>.txt) (the vendor letter) for every bucket C node."
   - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it.
-  - Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true)).
+  - "Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true))."
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:

@@ -165,11 +165,11 @@ def test_host_tuning_readers_on_the_tree(node, tmp_path):
     sysfs, procfs = str(node_dir / 'sys'), str(node_dir / 'proc')
     assert host_tuning.summarize_governors(host_tuning.read_cpu_governors(sysfs))['uniform'] == 'performance'
     assert host_tuning.read_no_turbo(sysfs) is False
-    assert host_tuning.read_hugepage_pools(sysfs) == {1048576: 64, 2048: 0}
+    assert host_tuning.read_hugepage_pools(sysfs) == {1048576: 128, 2048: 0}
     with open(os.path.join(procfs, 'cmdline'), encoding='utf-8') as handle:
         assert 'iommu=pt' in host_tuning.parse_cmdline(handle.read())['tokens']
     with open(os.path.join(procfs, 'meminfo'), encoding='utf-8') as handle:
-        assert host_tuning.parse_meminfo(handle.read())['hugepages']['total'] == 64
+        assert host_tuning.parse_meminfo(handle.read())['hugepages']['total'] == 128
     with open(os.path.join(procfs, 'modules'), encoding='utf-8') as handle:
         assert 'nvidia_peermem' in host_tuning.parse_proc_modules(handle.read())['modules']
     with open(os.path.join(procfs, 'self', 'limits'), encoding='utf-8') as handle:

@@ -248,8 +248,8 @@ def test_nccl_transport_and_busbw(node, tmp_path):
     assert parsed['avg_busbw_gbs'] < nccl['busbw_gbs']
     if nccl['transport'] == 'IB':
         active = [nic['name'] for nic in profile['hardware']['nics'] if nic['state'] == 'ACTIVE']
-        assert parsed['ib_hcas'] == active or [entry.get('name', entry) if isinstance(entry, dict) else entry
-                                                for entry in parsed['ib_hcas']] == active
+        names = [entry.get('name', entry) if isinstance(entry, dict) else entry for entry in parsed['ib_hcas']]
+        assert names == active
 
 
 def test_nccl_needs_nccl_debug_info_for_transport(tmp_path):

@@ -6,7 +6,8 @@ def test_hostname_is_the_inventory_name(host):
 
 
 def test_sshd_runs_in_the_node(host):
-    assert host.socket('tcp://22').is_listening
+    address = host.ansible.get_variables()['ansible_host']
+    assert host.socket('tcp://%s:22' % address).is_listening
     assert host.process.filter(comm='sshd')
 
 
