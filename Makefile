@@ -16,6 +16,7 @@ APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-pi
 PROFILE ?= healthy-400g
 NODES ?= 2
 PEERS ?= 1
+NODE_PROFILES ?=
 FAULT ?=
 NODE ?=
 
@@ -53,9 +54,10 @@ collection:
 	@mkdir -p $(COLLECTIONS)/ansible_collections/gpufleet
 	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/gpufleet/netval
 
-# The whole suite; the last thing it prints is pytest's summary line.
+# The whole suite in one pytest run; the last thing it prints is pytest's summary line.
+# Two workers: the lab tests (which share one lab) stay on one, the rest spread.
 test: deps
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra -n 2 --dist loadgroup --durations=15 tests
 
 units: deps
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests/unit
@@ -72,19 +74,17 @@ lint: deps
 build: deps
 	mkdir -p build && $(BIN)/ansible-galaxy collection build --force --output-path build .
 
+# The main job on the built-in lab: a healthy node and one whose first NIC
+# trained at Gen4, validated against a known-good peer.
+DEMO_NODE_PROFILES ?= node02=gen4-nic0
 demo: deps
-	@if [ -f lab/netval_lab/__main__.py ]; then \
-	  $(MAKE) lab-up && $(BIN)/ansible-playbook -i inventories/lab playbooks/validate.yml -l new_nodes; \
-	else \
-	  for m in host_tuning_info pcie_info rdma_info nic_info gpu_info mlx_fw_info; do \
-	    [ -f plugins/modules/$$m.py ] || continue; \
-	    echo "== gpufleet.netval.$$m on localhost =="; \
-	    $(BIN)/ansible localhost -m gpufleet.netval.$$m || true; \
-	  done; \
-	fi
+	$(MAKE) lab-up NODE_PROFILES=$(DEMO_NODE_PROFILES)
+	$(BIN)/ansible-playbook -i inventories/lab playbooks/validate.yml -l new_nodes
+	@echo; echo "reports: reports/latest/ (summary.txt, summary.json, junit.xml, nodes/, letters/); evidence: evidence/"
+	@cat reports/latest/summary.txt
 
 lab-up: deps
-	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS)
+	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS) $(if $(NODE_PROFILES),--node-profiles $(NODE_PROFILES),)
 
 lab-status: deps
 	$(PY) -m lab.netval_lab status

@@ -120,10 +120,12 @@ def cmd_up(args):
         profile = profiles.load_profile(args.profile)
     except profiles.ProfileError as exc:
         raise LabError('profile %s: %s' % (args.profile, exc))
+    node_profiles = parse_node_profiles(args.node_profiles, args.nodes, profile, profiles)
     hardware = _hardware()
     started = time.time()
     current = load_lab()
-    if current and (current.get('profile'), current.get('nodes'), current.get('peers')) == (args.profile, args.nodes, args.peers) \
+    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '')
+    if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', '')) == wanted \
             and lab_is_healthy(current):
         inventory.write(current)
         say('lab already up: profile %s, %d new node(s), %d peer(s); nothing to do' % (args.profile, args.nodes, args.peers))
@@ -134,8 +136,11 @@ def cmd_up(args):
         cmd_down(argparse.Namespace(quiet=True))
 
     lab = plan(args.profile, profile, args.nodes, args.peers)
+    lab['node_profiles'] = args.node_profiles or ''
+    for host, (name, _loaded) in node_profiles.items():
+        lab['hosts'][host]['profile'] = name
     try:
-        build(lab, profile, hardware)
+        build(lab, profile, hardware, dict((h, loaded) for h, (_name, loaded) in node_profiles.items()))
     except BaseException:
         say('lab up failed; removing what was built')
         netns.teardown()
@@ -145,7 +150,28 @@ def cmd_up(args):
     return 0
 
 
-def build(lab, profile, hardware):
+def parse_node_profiles(text, nodes, main_profile, profiles):
+    """``node02=gen4-nic0,node03=platform-slow`` -> {host: (name, profile)}; every one of the lab's tier.
+
+    One lab then holds several failure patterns at once, so a single
+    validate.yml run can check them side by side.
+    """
+    chosen = {}
+    for item in [part.strip() for part in (text or '').split(',') if part.strip()]:
+        host, sep, name = item.partition('=')
+        if not sep or host not in ['node%02d' % i for i in range(1, nodes + 1)]:
+            raise LabError('--node-profiles: %r is not NODE=PROFILE for one of node01..node%02d' % (item, nodes))
+        try:
+            loaded = profiles.load_profile(name)
+        except profiles.ProfileError as exc:
+            raise LabError('--node-profiles %s: %s' % (host, exc))
+        if loaded.get('tier') != main_profile.get('tier'):
+            raise LabError('--node-profiles %s=%s: tier %s differs from the lab tier %s' % (host, name, loaded.get('tier'), main_profile.get('tier')))
+        chosen[host] = (name, loaded)
+    return chosen
+
+
+def build(lab, profile, hardware, node_profiles=None):
     for host in lab['order']:
         os.makedirs(os.path.join(node_dir(host), 'log'), exist_ok=True)
     key = netns.ensure_ssh_keys()
@@ -158,7 +184,7 @@ def build(lab, profile, hardware):
         netns.add_fabric_link(link)
     for host in lab['order']:
         info = lab['hosts'][host]
-        state = hardware.materialize(profile, host, info['role'], info['node_dir'], peers_info(lab, host))
+        state = hardware.materialize((node_profiles or {}).get(host, profile), host, info['role'], info['node_dir'], peers_info(lab, host))
         info['hardware'] = summarize_state(state)
     netns.write_known_hosts([lab['hosts'][h]['mgmt_ip'] for h in lab['order']])
     for host in lab['order']:
@@ -344,6 +370,7 @@ def parser():
     sub = top.add_subparsers(dest='command', required=True)
     up = sub.add_parser('up', help='build the lab (idempotent)')
     up.add_argument('--profile', default='healthy-400g', help='lab/profiles/<name>.yml (default healthy-400g)')
+    up.add_argument('--node-profiles', default='', help='per-node profiles of the same tier, e.g. node02=gen4-nic0,node03=platform-slow')
     up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)
     up.add_argument('--peers', type=int, default=1, help='known-good peers, 1..%d (default 1)' % MAX_PEERS)
     sub.add_parser('down', help='remove everything the lab made')

@@ -20,6 +20,11 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import cou
 _ROW = re.compile(r'^\s*\d+\s+\d+\s')
 
 
+def _num(value):
+    """A converted figure with up to 8 significant digits, no trailing zeros (47 -> '47', 41.99999966 -> '41.999999')."""
+    return '%.8g' % float(value)
+
+
 def _base(kind, subject, metric, peer, result):
     result = result or {}
     return {
@@ -87,7 +92,8 @@ def perftest_bw(result, subject, metric, peer):
     printed = row.get('bw_avg_as_printed')
     unit = row.get('bw_unit') or (result.get('perftest') or {}).get('bw_unit') or result.get('bw_unit')
     if entry['value'] is not None:
-        entry['as_printed'] = '%s %s (perftest printed %s %s)' % (round(float(entry['value']), 2), entry['unit'], printed, unit)
+        # Enough digits that a value a hair under a threshold does not read as equal to it.
+        entry['as_printed'] = '%s %s (perftest printed %s %s)' % (_num(entry['value']), entry['unit'], printed, unit)
     error = _error_of(result)
     if error:
         entry['error'] = error
@@ -115,7 +121,7 @@ def iperf3(result, subject, metric, peer):
         entry['error'] = _error_of(result) or 'no receiver figure in the iperf3 output'
         return entry
     entry['value'], entry['unit'] = float(bps) / 1e9, 'Gb/s'
-    entry['as_printed'] = '%s Gb/s received (%s bits/s, %s retransmits)' % (round(entry['value'], 2), int(bps), result.get('retransmits'))
+    entry['as_printed'] = '%s Gb/s received (%s bits/s, %s retransmits)' % (_num(entry['value']), int(bps), result.get('retransmits'))
     text = result.get('stdout') or ''
     entry['verbatim'] = [line.rstrip() for line in text.splitlines() if 'receiver' in line or 'SUM' in line][-3:]
     return entry
@@ -150,14 +156,14 @@ def aggregate_bw(results, subject, metric, peer):
         device = (result.get('invocation') or {}).get('module_args', {}).get('device') or result.get('device') or '?'
         if rows and rows[-1].get('bw_avg_gbytes_s') is not None:
             total += rows[-1]['bw_avg_gbytes_s']
-            parts.append('%s %.2f' % (device, rows[-1]['bw_avg_gbytes_s']))
+            parts.append('%s %s' % (device, _num(rows[-1]['bw_avg_gbytes_s'])))
         else:
             errors.append('%s: %s' % (device, _error_of(result) or 'no result'))
     if not parts:
         entry['error'] = '; '.join(errors) or 'no concurrent results'
         return entry
     entry['value'], entry['unit'] = total, 'GB/s'
-    entry['as_printed'] = '%.2f GB/s aggregate (%s)' % (total, ', '.join(parts))
+    entry['as_printed'] = '%s GB/s aggregate (%s)' % (_num(total), ', '.join(parts))
     if errors:
         entry['error'] = '; '.join(errors)
     return entry
@@ -299,6 +305,7 @@ def hca_pair(ports, gpu_pairs=None):
         'device': node.get('device'), 'port': node.get('port') or 1, 'netdev': node.get('netdev'),
         'gid_index': node.get('gid_index'),
         'peer_device': peer.get('device'), 'peer_port': peer.get('port') or 1, 'peer_gid_index': peer.get('gid_index'),
+        'peer_netdev': peer.get('netdev'),
         'gpu': gpu,
     }
 
@@ -326,22 +333,26 @@ def link_flap_findings(kernel_result):
     return findings
 
 
-def _loop_subject(result):
-    """The HCA a looped result belongs to: the nearest ``device`` along its ``item`` chain."""
+def _loop_pair(result):
+    """The HCA pair a looped result belongs to: the nearest item with a ``device`` along its ``item`` chain."""
     item = result
     for _depth in range(4):
         item = item.get('item') if isinstance(item, dict) else None
         if not isinstance(item, dict):
-            return None
+            return {}
         if item.get('device'):
-            return item['device']
-    return None
+            return item
+    return {}
 
 
 def loop_measurements(results, kind, metric, peer=None):
     """One measurement per looped result (a registered loop's ``results``), subject taken from each item."""
     found = []
     for result in results or []:
-        entry = measurement(result, kind, _loop_subject(result) or '?', metric, peer)
-        found.extend(entry if isinstance(entry, list) else [entry])
+        pair = _loop_pair(result)
+        entry = measurement(result, kind, pair.get('device') or '?', metric, peer)
+        for item in entry if isinstance(entry, list) else [entry]:
+            # Each box keeps its own device name (a RoCE pair's live port can differ).
+            item['peer_device'] = pair.get('peer_device')
+            found.append(item)
     return found

@@ -113,16 +113,30 @@ def _pcie_ok(link, alternatives):
     return False
 
 
-def check_pcie(pcie, profile):
+def _lspci_verbatim(device):
+    lspci = device.get('lspci') or {}
+    lines = lspci.get('link_lines') or []
+    if not lines:
+        return None
+    return (['$ %s' % lspci['cmd']] if lspci.get('cmd') else []) + lines
+
+
+def check_pcie(pcie, profile, rdma=None):
     findings = []
     alternatives = (profile.get('pcie') or {}).get('nic') or []
+    # Name NICs the way operators and perftest do (mlx5_0), not only by PCI address.
+    names = {}
+    for name, info in ((rdma or {}).get('devices') or {}).items():
+        if info.get('pci_address'):
+            names.setdefault(str(info['pci_address']).lower(), name)
     for device in (pcie or {}).get('devices') or []:
         if device.get('kind') != 'nic':
             continue
         link = device.get('link') or {}
         assessment = device.get('assessment') or {}
         current = {'speed': link.get('current_speed_gts'), 'width': link.get('current_width')}
-        label = device.get('rdma_device') or device.get('bdf')
+        label = names.get(str(device.get('bdf')).lower()) or device.get('bdf')
+        device = dict(device, lspci_lines=_lspci_verbatim(device))
         actual = 'LnkSta %sGT/s x%s, LnkCap %sGT/s x%s' % (_g(link.get('current_speed_gts')), link.get('current_width'),
                                                            _g(link.get('max_speed_gts')), link.get('max_width'))
         expected = ' or '.join('%sGT/s x%s' % (_g(a['speed_gts']), a['width']) for a in alternatives) or 'its capability'
@@ -249,7 +263,7 @@ def preflight_findings(facts, profile):
     facts, findings = usable_facts(facts)
     findings += check_gpus(facts.get('gpu'), profile)
     findings += check_ports(facts.get('rdma'), profile, live_only)
-    findings += check_pcie(facts.get('pcie'), profile)
+    findings += check_pcie(facts.get('pcie'), profile, facts.get('rdma'))
     findings += check_host(facts.get('host'), profile)
     findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile)
     return findings

@@ -14,6 +14,23 @@ __metaclass__ = type
 
 from xml.sax.saxutils import escape, quoteattr
 
+# How each metric reads in prose (presentation only; thresholds live in the tier profiles).
+METRIC_LABELS = {
+    'ib_send_bw_gbs': 'ib_send_bw per HCA',
+    'ib_write_bw_gbps': 'ib_write_bw per rail',
+    'gdr_bw_gbs': 'GPUDirect RDMA (ib_send_bw --use_cuda) per NIC and its NUMA-local GPU',
+    'all_nics_gbs': 'aggregate RDMA throughput with every NIC running at once',
+    'iperf3_gbps': 'iperf3 multi-stream TCP',
+    'nccl_busbw_gbs': 'nccl-tests all_reduce bus bandwidth',
+    'nccl_small_allreduce_us': 'nccl-tests 16 KiB all_reduce time',
+    'nccl_wrong': 'nccl-tests #wrong',
+    'ib_write_lat_us': 'ib_write_lat typical latency',
+    'jumbo_ping_loss_pct': 'jumbo-frame ping loss',
+    'jumbo_ping_rtt_ms': 'jumbo-frame ping round trip',
+    'pause_per_s': 'pause/PFC frame rate during the sustained test',
+    'dcgmi_diag': 'dcgmi diag',
+}
+
 BUCKET_WORDS = {
     'A': 'A (accept)',
     'B': 'B (investigate)',
@@ -32,6 +49,16 @@ def _identity_phrase(node):
     return node['node']
 
 
+def _label(test):
+    return test.get('label') or METRIC_LABELS.get(test.get('metric')) or test.get('metric') or test.get('id')
+
+
+def _short_cmd(cmd):
+    """The command as an operator would type it: the program's name, not its path."""
+    first, _sep, rest = cmd.partition(' ')
+    return ('%s %s' % (first.rsplit('/', 1)[-1], rest)).strip()
+
+
 def _measured_lines(node):
     lines = []
     for test in node.get('tests', []):
@@ -39,7 +66,7 @@ def _measured_lines(node):
             continue
         verbatim = test.get('verbatim') or []
         if test.get('cmd'):
-            lines.append('$ %s' % test['cmd'])
+            lines.append('$ %s' % _short_cmd(test['cmd']))
         if verbatim:
             lines.extend(verbatim)
         elif test.get('as_printed'):
@@ -50,12 +77,19 @@ def _measured_lines(node):
     return lines
 
 
-def _healthy_lines(node):
+def _healthy_lines(node, limit=10):
+    """Healthy results of the same kinds as the failing ones: the comparison the provider needs."""
+    failing = set(t.get('metric') for t in node.get('tests', []) if t.get('status') in ('marginal', 'reject'))
     lines = []
     for test in node.get('tests', []):
-        if test.get('status') == 'healthy' and test.get('metric') and test.get('as_printed'):
-            lines.append('%s: %s' % (test.get('label') or test.get('id'), test['as_printed']))
-    return lines
+        if test.get('status') == 'healthy' and test.get('metric') in failing and test.get('as_printed'):
+            lines.append('%s, %s: %s' % (_label(test), test.get('subject'), test['as_printed']))
+    return lines[:limit]
+
+
+def _subject_phrase(subject, node):
+    pci = (node.get('nic_pci') or {}).get(subject)
+    return '%s (%s)' % (subject, pci) if pci else subject
 
 
 def vendor_letter(node, sender=None):
@@ -74,7 +108,7 @@ def vendor_letter(node, sender=None):
     if expected:
         seen = []
         for test in expected:
-            phrase = '%s %s' % (test.get('label') or test.get('metric'), test['expected'])
+            phrase = '%s %s' % (_label(test), test['expected'])
             if phrase not in seen:
                 seen.append(phrase)
         expectation += (' ' if expectation else '') + 'We expected %s, measured against a known-good peer (%s).' % (
@@ -88,10 +122,11 @@ def vendor_letter(node, sender=None):
     if differences:
         diff_lines = []
         for finding in differences:
-            diff_lines.append('%s: %s' % (finding.get('subject') or finding.get('check'), finding.get('detail')))
+            diff_lines.append('%s' % finding.get('detail'))
             for raw in finding.get('verbatim') or []:
                 diff_lines.append(raw)
-        paragraphs.append('What differs from the specification:\n\n' + '\n'.join(diff_lines))
+            diff_lines.append('')
+        paragraphs.append('What differs from the specification:\n\n' + '\n'.join(diff_lines).rstrip())
     healthy = _healthy_lines(node)
     if healthy:
         paragraphs.append('For comparison, these passed on the same node and peer:\n\n' + '\n'.join(healthy))
@@ -111,7 +146,7 @@ def vendor_letter(node, sender=None):
     ask = node.get('ask') or (
         'Could you confirm whether the platform delivers the contracted configuration%s, and repair or replace '
         'what does not? We have left the node in this state so you can run your own diagnostics.'
-        % ((' on %s' % ', '.join(subjects)) if subjects else ''))
+        % ((' on %s' % ', '.join(_subject_phrase(s, node) for s in subjects)) if subjects else ''))
     paragraphs.append(ask)
     paragraphs.append('Once the node meets the specification we will re-validate it end to end before it joins '
                       'the production pool. Until then it stays cordoned.')

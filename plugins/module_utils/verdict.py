@@ -184,7 +184,7 @@ def likely_causes(graded, findings, context=None):
         add('gpu_hardware',
             'GPU hardware: %s. A GPU that fell off the bus or has ECC errors at delivery is a hardware fault '
             '(PCIe slot or riser, PSU rail, thermal trip, firmware); return the node.'
-            % '; '.join(f.get('detail', '') for f in gpu_bad),
+            % '; '.join(f.get('detail', '').rstrip('.') for f in gpu_bad),
             [f.get('subject') for f in gpu_bad])
     if by_check.get('dcgmi_diag'):
         add('gpu_diagnostics', 'dcgmi diag failed: %s' % '; '.join(f.get('detail', '') for f in by_check['dcgmi_diag']),
@@ -223,7 +223,8 @@ def likely_causes(graded, findings, context=None):
                 if tuning:
                     detail += ' Found: %s.' % '; '.join(f.get('detail', '') for f in tuning)
                 add('platform_tuning', detail, [m.get('subject') for m in rdma])
-            else:
+            elif not any(m.get('metric') == 'ib_write_bw_gbps' and m['status'] == REJECT for m in rdma):
+                # (a throttled RoCE pair gets its own, more specific cause below)
                 add('rdma_all_slow', 'every NIC is below the healthy range: %s'
                     % ', '.join('%s %.1f' % (m.get('subject'), m['value']) for m in rdma), [m.get('subject') for m in rdma])
         else:
@@ -236,7 +237,8 @@ def likely_causes(graded, findings, context=None):
                 add('single_nic_slow', detail, [subject])
 
     iperf = [m for m in graded if m.get('metric') == 'iperf3_gbps' and m.get('value') is not None]
-    if iperf and all(m['status'] == HEALTHY for m in iperf) and slow and len(slow) == len(rdma) and len(rdma) > 0:
+    platform = any(c['cause'] == 'platform_tuning' for c in causes)
+    if iperf and not platform and all(m['status'] == HEALTHY for m in iperf) and slow and len(slow) == len(rdma) and len(rdma) > 0:
         add('rdma_specific', 'TCP (iperf3) is healthy but RDMA is slow: check memlock limits (ulimit -l unlimited), '
             'the GID index (show_gids: RoCE v2 with IPv4), and PFC/pause counters on the switch.',
             [m.get('subject') for m in slow])
@@ -244,7 +246,7 @@ def likely_causes(graded, findings, context=None):
     throttle = [m for m in graded if m.get('metric') == 'ib_write_bw_gbps' and m.get('value') is not None
                 and m['status'] == REJECT]
     for item in throttle:
-        add('firmware_throttle', '%s runs at %s Gb/s per rail against a healthy %s: the ConnectX-7 firmware-throttle trap. '
+        add('firmware_throttle', '%s runs at %s Gb/s per rail (%s): the ConnectX-7 firmware-throttle trap. '
             'Update the NIC firmware and fully power-drain the NIC (not just a reboot), then re-test.'
             % (item.get('subject'), _fmt(item['value']), describe_threshold(item['metric'], item['threshold'])), [item.get('subject')])
 

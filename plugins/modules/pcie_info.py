@@ -107,7 +107,9 @@ devices:
       sample: {"expected_speed_gts": 16.0, "expected_width": 16, "bottleneck": "slot", "status": "slot_limited",
                "reason": "device can do 32.0 GT/s (Gen5) x16 but its slot 0000:00:01.0 only 16.0 GT/s (Gen4) x16 ..."}
     lspci:
-      description: The device as parsed from C(lspci -vvv -s BDF) (LnkCap/LnkSta speeds and widths, downgraded flags); only with O(lspci=true).
+      description:
+        - The device as parsed from C(lspci -vvv -s BDF) (LnkCap/LnkSta speeds and widths, downgraded flags); only with O(lspci=true).
+        - C(link_lines) holds the LnkCap and LnkSta lines verbatim and C(cmd) the command that printed them.
       type: dict
       returned: when O(lspci=true)
 degraded:
@@ -157,10 +159,15 @@ def _lspci(module, runner, bdf):
         module.warn('%s: `%s` printed nothing for a device that sysfs lists' % (hostname(), result.cmd))
         return None
     wanted = pcie.normalize_bdf(bdf)
+    found = parsed['devices'][0]
     for device in parsed['devices']:
         if pcie.normalize_bdf(device['bdf'] or '') == wanted:
-            return device
-    return parsed['devices'][0]
+            found = device
+            break
+    # The link lines exactly as lspci printed them, for evidence and letters.
+    found['link_lines'] = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith(('LnkCap:', 'LnkSta:'))]
+    found['cmd'] = result.cmd
+    return found
 
 
 def main():

@@ -64,14 +64,14 @@ def test_parsers_were_discovered():
 
 
 @pytest.mark.parametrize('parser', PARSERS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(alphabet=st.characters(codec='utf-8'), max_size=400))
 def test_arbitrary_text(parser, text):
     check(parser, text)
 
 
 @pytest.mark.parametrize('parser', PARSERS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_truncated_real_outputs(parser, data):
     body = data.draw(st.sampled_from(CORPUS))

@@ -1,0 +1,155 @@
+"""validate.yml end to end on the lab: every failure pattern ends in the right bucket with the right cause.
+
+One lab holds five nodes of the 400G tier side by side (healthy, gen4-nic0,
+platform-slow, gpu-missing, nccl-socket-fallback with a real tc rate limit on
+its fabric link), so one playbook run checks them all; the two-box RoCE pair
+gets its own lab and is validated twice, to show a second run never touches
+the first run's evidence.
+"""
+import glob
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.lab.conftest import BIN, ROOT, cli, lab_env
+
+pytestmark = pytest.mark.lab
+
+MIXED = ['up', '--profile', 'healthy-400g', '--nodes', '5', '--peers', '1',
+         '--node-profiles', 'node02=gen4-nic0,node03=platform-slow,node04=gpu-missing,node05=nccl-socket-fallback']
+
+
+def validate(tmp_path, *extra):
+    """Run validate.yml with reports and evidence under tmp_path; returns (rc, output, reports_root, evidence_root)."""
+    reports, evidence = tmp_path / 'reports', tmp_path / 'evidence'
+    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', 'new_nodes',
+            '-e', 'report_root=%s' % reports, '-e', 'evidence_controller_dir=%s' % evidence] + list(extra)
+    proc = subprocess.run(argv, cwd=ROOT, env=lab_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=900, check=False)
+    return proc.returncode, proc.stdout, reports, evidence
+
+
+def node_result(reports, node):
+    with open(str(reports / 'latest' / 'nodes' / ('%s.json' % node)), encoding='utf-8') as handle:
+        return json.load(handle)
+
+
+def causes(result):
+    return [c['cause'] for c in result['causes']]
+
+
+@pytest.fixture(scope='module')
+def mixed_run(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
+    cli(*MIXED, check=True)
+    cli('fault', 'slow-link', '--node', 'node05', check=True)
+    try:
+        rc, out, reports, evidence = validate(tmp_path_factory.mktemp('mixed'))
+    finally:
+        cli('fault', 'clear')
+    assert rc == 0, out[-6000:]
+    with open(str(reports / 'latest' / 'summary.json'), encoding='utf-8') as handle:
+        summary = json.load(handle)
+    return summary, reports, evidence
+
+
+def test_summary_names_every_node_with_bucket_causes_and_peer(mixed_run):
+    summary, reports, _evidence = mixed_run
+    buckets = dict((name, entry['bucket']) for name, entry in summary['nodes'].items())
+    assert buckets == {'node01': 'A', 'node02': 'C', 'node03': buckets['node03'], 'node04': 'C', 'node05': 'C'}
+    assert buckets['node03'] in ('B', 'C')
+    for entry in summary['nodes'].values():
+        assert entry['peer'] == 'peer01' and isinstance(entry['causes'], list)
+    assert (reports / 'latest' / 'junit.xml').exists() and (reports / 'latest' / 'summary.txt').exists()
+    letters = set(os.path.basename(p) for p in glob.glob(str(reports / 'latest' / 'letters' / '*.txt')))
+    assert {'node02.txt', 'node04.txt', 'node05.txt'} <= letters and 'node01.txt' not in letters
+
+
+def test_healthy_node_is_accepted_with_a_verified_baseline(mixed_run):
+    _summary, reports, evidence = mixed_run
+    result = node_result(reports, 'node01')
+    assert result['bucket'] == 'A' and result['causes'] == []
+    kinds = set(t['metric'] for t in result['tests'])
+    assert {'ib_send_bw_gbs', 'gdr_bw_gbs', 'all_nics_gbs', 'iperf3_gbps', 'nccl_busbw_gbs', 'jumbo_ping_loss_pct'} <= kinds
+    bundle = evidence / 'node01' / result['timestamp']
+    check = subprocess.run(['sha256sum', '-c', 'MANIFEST.sha256'], cwd=str(bundle), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert check.returncode == 0, check.stdout
+    assert (bundle / ('node01-%s.tar.gz' % result['timestamp'])).exists()
+    assert (bundle / 'commands' / 'ibstat.txt').exists() and (bundle / 'results.json').exists()
+    assert os.readlink(str(evidence / 'node01' / 'baseline')) == result['timestamp']
+
+
+def test_gen4_nic0_letter_names_the_nic_its_link_and_the_second_finding(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node02')
+    assert result['bucket'] == 'C'
+    slow = dict((t['subject'], t) for t in result['tests'] if t['metric'] == 'ib_send_bw_gbs' and t['status'] != 'healthy')
+    assert sorted(slow) == ['mlx5_0', 'mlx5_3']
+    pcie = [f for f in result['findings'] if f['check'] == 'pcie_link' and f['status'] == 'reject']
+    assert [f['subject'] for f in pcie] == ['mlx5_0']
+    bdf = result['nic_pci']['mlx5_0']
+    letter = (reports / 'latest' / 'letters' / 'node02.txt').read_text()
+    assert 'mlx5_0' in letter and bdf in letter and 'mlx5_3' in letter
+    assert '16GT/s' in letter and '32GT/s' in letter
+    assert '38 GB/s (perftest printed 36239.62 MB/sec)' in letter or '36239.62' in letter
+    assert '39100.65' in letter  # mlx5_3's 41 GB/s, pasted as perftest printed it
+    assert not [line for line in letter.splitlines() if line.startswith('#') and not line.startswith(' #bytes')]
+
+
+def test_platform_slow_points_at_platform_tuning(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node03')
+    assert 'platform_tuning' in causes(result)
+    detail = [c['detail'] for c in result['causes'] if c['cause'] == 'platform_tuning'][0]
+    assert 'powersave' in detail and 'HugePages_Total 0' in detail
+    assert 'single_nic_slow' not in causes(result)
+
+
+def test_gpu_missing_is_returned_for_hardware_without_throughput_tests(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node04')
+    assert result['bucket'] == 'C' and causes(result)[0] == 'gpu_hardware'
+    assert 'Xid' in result['causes'][0]['detail'] and '7 of 8' in result['causes'][0]['detail']
+    assert result['tests_skipped'].startswith('preflight found blocking problems')
+
+
+def test_nccl_socket_fallback_and_real_slow_link(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node05')
+    assert 'nccl_socket_fallback' in causes(result)
+    letter = (reports / 'latest' / 'letters' / 'node05.txt').read_text()
+    assert 'NET/Socket' in letter
+    iperf = [t for t in result['tests'] if t['metric'] == 'iperf3_gbps']
+    assert iperf and iperf[0]['status'] in ('marginal', 'reject'), iperf
+
+
+def test_roce_pair_throttle_each_box_its_own_device_and_evidence_never_overwritten(lab_session, tmp_path):  # pylint: disable=unused-argument
+    cli('up', '--profile', 'spark-pair-throttled', '--nodes', '1', '--peers', '1', check=True)
+    rc, out, reports, evidence = validate(tmp_path)
+    assert rc == 0, out[-6000:]
+    result = node_result(reports, 'node01')
+    assert result['bucket'] == 'C' and 'firmware_throttle' in causes(result)
+    rails = [t for t in result['tests'] if t['metric'] == 'ib_write_bw_gbps']
+    assert rails and all(t['status'] == 'reject' for t in rails)
+    assert rails[0]['subject'] != rails[0]['peer_device']  # the live port is named differently on each box
+    assert rails[0]['subject'].endswith('f0') and rails[0]['peer_device'].endswith('f1')
+    first = evidence / 'node01' / result['timestamp']
+    tarball = first / ('node01-%s.tar.gz' % result['timestamp'])
+    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
+    rc, out, reports, evidence = validate(tmp_path)
+    assert rc == 0, out[-6000:]
+    second = node_result(reports, 'node01')['timestamp']
+    assert second != result['timestamp']
+    assert hashlib.sha256(tarball.read_bytes()).hexdigest() == digest
+    assert sorted(p.name for p in (evidence / 'node01').iterdir() if p.name != 'baseline') == sorted([result['timestamp'], second])
+
+
+def test_check_mode_runs_preflight_only(lab_session, tmp_path):  # pylint: disable=unused-argument
+    cli('up', '--profile', 'spark-pair-throttled', '--nodes', '1', '--peers', '1', check=True)
+    rc, out, reports, _evidence = validate(tmp_path, '--check')
+    assert rc == 0, out[-6000:]
+    assert 'Run the ib_write_bw client' not in out or 'skipping' in out
+    assert not (reports / 'latest').exists()
