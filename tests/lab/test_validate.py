@@ -18,7 +18,7 @@ from tests.lab.conftest import BIN, ROOT, cli, lab_env
 
 pytestmark = pytest.mark.lab
 
-MIXED = ['up', '--profile', 'healthy-400g', '--nodes', '5', '--peers', '1',
+MIXED = ['up', '--profile', 'healthy-400g', '--nodes', '5', '--peers', '2',
          '--node-profiles', 'node02=gen4-nic0,node03=platform-slow,node04=gpu-missing,node05=nccl-socket-fallback']
 
 
@@ -61,7 +61,7 @@ def test_summary_names_every_node_with_bucket_causes_and_peer(mixed_run):
     assert buckets == {'node01': 'A', 'node02': 'C', 'node03': buckets['node03'], 'node04': 'C', 'node05': 'C'}
     assert buckets['node03'] in ('B', 'C')
     for entry in summary['nodes'].values():
-        assert entry['peer'] == 'peer01' and isinstance(entry['causes'], list)
+        assert entry['peer'] in ('peer01', 'peer02') and isinstance(entry['causes'], list)
     assert (reports / 'latest' / 'junit.xml').exists() and (reports / 'latest' / 'summary.txt').exists()
     letters = set(os.path.basename(p) for p in glob.glob(str(reports / 'latest' / 'letters' / '*.txt')))
     assert {'node02.txt', 'node04.txt', 'node05.txt'} <= letters and 'node01.txt' not in letters
@@ -116,14 +116,30 @@ def test_gpu_missing_is_returned_for_hardware_without_throughput_tests(mixed_run
     assert result['tests_skipped'].startswith('preflight found blocking problems')
 
 
-def test_nccl_socket_fallback_and_real_slow_link(mixed_run):
+def test_nccl_socket_fallback_and_real_slow_link_retested_on_a_second_peer(mixed_run):
     _summary, reports, _evidence = mixed_run
     result = node_result(reports, 'node05')
     assert 'nccl_socket_fallback' in causes(result)
     letter = (reports / 'latest' / 'letters' / 'node05.txt').read_text()
     assert 'NET/Socket' in letter
+    # tc throttled node05's link to its own peer (peer01): the TCP test fails there ...
+    first = [t for t in result['first_peer_tests'] if t['metric'] == 'iperf3_gbps']
+    assert result['first_peer'] == 'peer01' and first and first[0]['status'] in ('marginal', 'reject'), first
+    # ... and the re-test against the second peer, over another cable, shows the node itself is fine.
+    assert result['retested_against'] == 'peer02'
     iperf = [t for t in result['tests'] if t['metric'] == 'iperf3_gbps']
-    assert iperf and iperf[0]['status'] in ('marginal', 'reject'), iperf
+    assert iperf[0]['status'] == 'healthy' and iperf[0]['peer'] == 'peer02'
+
+
+def test_a_rejected_node_is_retested_and_nothing_is_left_running(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node02')
+    assert result['retested_against'] == 'peer01' and result['first_peer'] == 'peer02'
+    assert result['bucket'] == 'C'
+    leftovers = subprocess.run(['pgrep', '-af', r'/run/netval-lab/nodes/.*/bin/(ib_|iperf3|all_reduce|mpirun)'],
+                               stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout
+    assert leftovers == '', leftovers
+    assert subprocess.run(['pgrep', '-x', 'iperf3'], stdout=subprocess.PIPE, check=False).stdout == b''
 
 
 def test_roce_pair_throttle_each_box_its_own_device_and_evidence_never_overwritten(lab_session, tmp_path):  # pylint: disable=unused-argument

@@ -1,0 +1,130 @@
+"""Measurements from real module result shapes, and preflight findings from inventory facts."""
+import os
+
+import yaml
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import measurements, preflight
+from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
+from tests.unit import fixtures
+
+with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
+    T400 = yaml.safe_load(handle)['tier_profile_tiers']['400G']
+
+SUPERBENCH = 'perftest/ib_write_bw_loopback_8M_interleaved_server_client_superbench.txt'
+
+
+def perftest_result(text):
+    return {'cmd': '/usr/bin/ib_write_bw -d mlx5_0 -s 8388608 10.0.0.2', 'stdout': text, 'stderr': '', 'rc': 0,
+            'perftest': parse_perftest(text)}
+
+
+def test_perftest_bandwidth_is_converted_exactly_from_mib():
+    entry = measurements.measurement(perftest_result(fixtures.shared(SUPERBENCH)), 'perftest_bw', 'mlx5_0', 'ib_send_bw_gbs', 'peer01')
+    # 24056.72 MiB/s * 2^20 = 25.225299 GB/s (decimal)
+    assert abs(entry['value'] - 24056.72 * 1048576 / 1e9) < 1e-9
+    assert entry['unit'] == 'GB/s' and '24056.72' in entry['as_printed'] and 'MB/sec' in entry['as_printed']
+    assert any('#bytes' in line for line in entry['verbatim']) and any(line.lstrip().startswith('8388608') for line in entry['verbatim'])
+    assert entry['error'] is None and entry['raw'].startswith(fixtures.shared(SUPERBENCH)[:40])
+
+
+def test_perftest_failure_is_an_error_not_a_number():
+    failed = {'failed': True, 'msg': "node01: `ib_send_bw ...` failed: connect_failed: Couldn't connect to 10.0.0.2:18515",
+              'stdout': " Couldn't connect to 10.0.0.2:18515\n", 'perftest': None, 'error_class': 'connect_failed'}
+    entry = measurements.measurement(failed, 'perftest_bw', 'mlx5_0', 'ib_send_bw_gbs')
+    assert entry['value'] is None and 'connect_failed' in entry['error']
+
+
+def test_iperf3_and_ping_and_nccl_and_dcgmi():
+    iperf = measurements.measurement({'received_bps': 361.5e9, 'retransmits': 12, 'stdout': '{}', 'cmd': 'iperf3 -c x'},
+                                     'iperf3', '10.0.0.2', 'iperf3_gbps')
+    assert iperf['value'] == 361.5 and iperf['unit'] == 'Gb/s'
+    ping = {'loss_percent': 100.0, 'received': 0, 'transmitted': 5, 'rtt_avg_ms': None, 'frag_needed': True,
+            'reason': 'fragmentation needed: path MTU 1500 < 9000 (size 8972)', 'stdout': ''}
+    loss = measurements.measurement(ping, 'ping_loss', '10.0.0.2', 'jumbo_ping_loss_pct')
+    assert loss['value'] == 100.0 and 'fragmentation needed' in loss['as_printed']
+    rtt = measurements.measurement(ping, 'ping_rtt', '10.0.0.2', 'jumbo_ping_rtt_ms')
+    assert rtt['value'] is None and 'path MTU 1500' in rtt['error']
+    nccl = {'transport': 'Socket', 'stdout': '#  size count\n 1073741824  268435456 float sum -1 1.0 2.0 2.1 0 1.0 2.0 2.0 0\n',
+            'rows': [{'size_bytes': 1073741824, 'oop_busbw_gbs': 2.1, 'ip_busbw_gbs': 2.0, 'oop_time_us': 9.0, 'ip_time_us': 9.5, 'wrong': 0}]}
+    found = measurements.measurement(nccl, 'nccl', 'all_reduce', 'nccl', at_bytes=17179869184)
+    assert [m['metric'] for m in found] == ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong']
+    assert found[0]['value'] == 2.1 and 'NET/Socket' in found[0]['as_printed'] and found[2]['value'] == 0
+    dcgmi = {'tests': [{'name': 'Memory', 'overall': 'fail', 'per_gpu': {'3': {'status': 'fail'}}},
+                       {'name': 'PCIe', 'overall': 'pass', 'per_gpu': {}}, {'name': 'Inforom', 'overall': 'skip'}]}
+    graded = measurements.measurement(dcgmi, 'dcgmi', 'gpus', 'dcgmi_diag', multi=True)
+    assert [(m['subject'], m['preset_status']) for m in graded] == [('Memory', 'reject'), ('PCIe', 'healthy')]
+    assert 'GPU 3' in graded[0]['as_printed']
+
+
+def test_pause_rates_from_two_counter_snapshots():
+    before = {'timestamp': 100.0, 'nics': {'ens1np0': {'counters': {'counters': {'rx_prio3_pause': 1000, 'rx_bytes': 5}}}}}
+    after = {'timestamp': 120.0, 'nics': {'ens1np0': {'counters': {'counters': {'rx_prio3_pause': 1001000, 'rx_bytes': 9}}}}}
+    entries = measurements.measurement({'before': before, 'after': after}, 'pause_rate', 'pause', 'pause_per_s')
+    assert entries[0]['subject'] == 'ens1np0' and entries[0]['value'] == 50000.0
+
+
+def test_aggregate_and_loop_measurements_keep_each_boxs_device_name():
+    text = fixtures.shared(SUPERBENCH)
+    client = dict(perftest_result(text), item={'item': {'device': 'rocep1s0f0', 'peer_device': 'rocep1s0f1'}})
+    found = measurements.loop_measurements([client], 'perftest_bw', 'ib_write_bw_gbps', 'peer01')
+    assert found[0]['subject'] == 'rocep1s0f0' and found[0]['peer_device'] == 'rocep1s0f1'
+    assert abs(found[0]['value'] - 24056.72 * 1048576 * 8 / 1e9) < 1e-6
+    total = measurements.measurement([client, client], 'aggregate_bw', 'all NICs', 'all_nics_gbs')
+    assert abs(total['value'] - 2 * 24056.72 * 1048576 / 1e9) < 1e-9
+
+
+def test_link_flap_and_aer_findings():
+    kernel = {'kernel_log': {'link_events': [{'device': 'mlx5_core 0000:1b:00.0', 'event': 'down', 'line': 'mlx5_core 0000:1b:00.0 ens1np0: Link down'},
+                                             {'device': 'mlx5_core 0000:1b:00.0', 'event': 'up', 'line': 'Link up'}],
+                             'aer': [{'bdf': '0000:1b:00.0', 'severity': 'Corrected', 'line': 'AER: Corrected error received'}]}}
+    found = measurements.link_flap_findings(kernel)
+    assert [(f['check'], f['status']) for f in found] == [('link_flap', 'reject'), ('pcie_aer', 'marginal')]
+    assert measurements.link_flap_findings({}) == []
+
+
+def facts(gpu_count=8, governor='performance', lnksta=32):
+    ports = dict(('mlx5_%d' % i, {'pci_address': '0000:%02x:00.0' % (0x1a + i), 'ports': {'1': {
+        'state': 'ACTIVE', 'state_code': 4, 'phys_state': 'LinkUp', 'rate_gbps': 400, 'link_layer': 'InfiniBand'}}}) for i in range(8))
+    pcie = {'devices': [{'bdf': '0000:1a:00.0', 'kind': 'nic',
+                         'link': {'current_speed_gts': lnksta, 'current_width': 16, 'max_speed_gts': 32, 'max_width': 16},
+                         'assessment': {'status': 'ok' if lnksta == 32 else 'degraded', 'reason': 'below capability'},
+                         'lspci': {'cmd': 'lspci -vvv -s 1a:00.0', 'link_lines': ['LnkCap: Port #0, Speed 32GT/s, Width x16',
+                                                                                  'LnkSta: Speed 16GT/s (downgraded), Width x16']}}]}
+    host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
+            'modules': dict((m, {}) for m in T400['host']['modules']), 'cpu_governor': {'uniform': governor, 'counts': {governor: 64}},
+            'no_turbo': False, 'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}}
+    return {'rdma': {'devices': ports}, 'pcie': pcie, 'host': host, 'gpu': {'gpu_count': gpu_count, 'gpus': [], 'xid_events': []},
+            'nic': {'msg': 'ethtool missing', 'failed': False}, 'firmware': None}
+
+
+def test_preflight_healthy_node_has_no_problem_but_a_missing_tool_is_unknown():
+    found = preflight.preflight_findings(facts(), T400)
+    bad = [f for f in found if f['status'] != 'ok']
+    assert [(f['check'], f['status']) for f in bad] == [('tool', 'unknown')] and 'ethtool missing' in bad[0]['detail']
+    assert preflight.blocking(found) == []
+
+
+def test_preflight_names_the_degraded_nic_by_rdma_name_with_lspci_lines():
+    found = preflight.preflight_findings(facts(lnksta=16), T400)
+    pcie = [f for f in found if f['check'] == 'pcie_link' and f['status'] == 'reject']
+    assert pcie[0]['subject'] == 'mlx5_0' and '0000:1a:00.0' in pcie[0]['detail'] and 'LnkSta 16GT/s x16' in pcie[0]['detail']
+    assert pcie[0]['verbatim'] == ['$ lspci -vvv -s 1a:00.0', 'LnkCap: Port #0, Speed 32GT/s, Width x16',
+                                   'LnkSta: Speed 16GT/s (downgraded), Width x16']
+    assert not pcie[0]['blocking']
+
+
+def test_preflight_missing_gpu_blocks_and_governor_is_marginal():
+    found = preflight.preflight_findings(facts(gpu_count=7, governor='powersave'), T400)
+    gpu = [f for f in found if f['check'] == 'gpu_count'][0]
+    assert gpu['status'] == 'reject' and gpu['blocking'] and '7 of 8' in gpu['detail']
+    governor = [f for f in found if f['check'] == 'governor'][0]
+    assert governor['status'] == 'marginal' and 'powersave' in governor['detail']
+
+
+def test_preflight_port_down_blocks():
+    node = facts()
+    node['rdma']['devices']['mlx5_5']['ports']['1'].update(state='DOWN', state_code=1, phys_state='Polling')
+    found = preflight.preflight_findings(node, T400)
+    down = [f for f in found if f['check'] == 'port_state' and f['status'] == 'reject']
+    assert down[0]['subject'] == 'mlx5_5' and down[0]['blocking'] and 'Polling' in down[0]['detail']
+    assert [f for f in found if f['check'] == 'nic_count'][0]['actual'] == 7
