@@ -54,10 +54,12 @@ collection:
 	@mkdir -p $(COLLECTIONS)/ansible_collections/gpufleet
 	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/gpufleet/netval
 
-# The whole suite in one pytest run; the last thing it prints is pytest's summary line.
-# Two workers: the lab tests (which share one lab) stay on one, the rest spread.
+# The whole suite: unit tests and quality gates on two workers, then the lab
+# and end-to-end tests (root, network namespaces) one at a time, since they
+# share one lab.  The last thing it prints is pytest's summary line.
 test: deps
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra -n 2 --dist loadgroup --durations=15 tests
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra -n 2 --durations=5 tests/unit tests/quality
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra --durations=10 tests/lab tests/e2e
 
 units: deps
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests/unit

@@ -21,17 +21,3 @@ if os.path.basename(os.path.dirname(os.path.dirname(ROOT))) != 'ansible_collecti
 
 collect_ignore_glob = ['.cache/*', 'build/*', '.venv/*', 'lab/*', 'molecule/*']
 
-
-def pytest_collection_modifyitems(config, items):
-    """Pin tests that share one resource to one xdist worker (``--dist loadgroup``).
-
-    The lab tests share the namespaces, sshd and /run/netval-lab; the quality
-    gates share ansible-test's caches.  Everything else spreads freely.
-    """
-    import pytest
-    for item in items:
-        path = str(item.fspath)
-        if '/tests/lab/' in path or '/tests/e2e/' in path:
-            item.add_marker(pytest.mark.xdist_group(name='lab'))
-        elif '/tests/quality/' in path:
-            item.add_marker(pytest.mark.xdist_group(name='quality'))

@@ -137,7 +137,7 @@ def test_ethtool_emulated_and_real(nodes):
     info = run(node, 'ethtool', '-i', 'fab-peer01').stdout
     assert 'firmware-version: 28.39.2048 (MT_0000000838)' in info and 'bus-info: 0000:1a:00.0' in info
     channels = run(node, 'ethtool', '-l', 'ibp59s0').stdout.splitlines()
-    assert channels[0] == 'Channel parameters for ibp59s0:' and channels[-1] == 'Combined:\t32'
+    assert channels[0] == 'Channel parameters for ibp59s0:' and channels[-1] == 'Combined:\t64'
     real = run(node, 'ethtool', '-i', 'lo')
     assert 'mlx5' not in real.stdout and real.returncode in (0, 71, 75, 76)
 
