@@ -20,4 +20,3 @@ if os.path.basename(os.path.dirname(os.path.dirname(ROOT))) != 'ansible_collecti
         sys.path.insert(0, _COLLECTIONS)
 
 collect_ignore_glob = ['.cache/*', 'build/*', '.venv/*', 'lab/*', 'molecule/*']
-
