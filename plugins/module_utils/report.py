@@ -124,7 +124,7 @@ def vendor_letter(node, sender=None):
         for finding in differences:
             diff_lines.append('%s' % finding.get('detail'))
             for raw in finding.get('verbatim') or []:
-                diff_lines.append(raw)
+                diff_lines.append('$ %s' % _short_cmd(raw[2:]) if raw.startswith('$ ') else raw)
             diff_lines.append('')
         paragraphs.append('What differs from the specification:\n\n' + '\n'.join(diff_lines).rstrip())
     healthy = _healthy_lines(node)

@@ -233,7 +233,8 @@ def likely_causes(graded, findings, context=None):
                 detail = ('%s is slow (%s %s) while the other NICs are healthy: check its PCIe link (lspci LnkSta), '
                           'the cable, mlxlink BER and the switch port.' % (subject, _fmt(item['value']), item.get('unit', '')))
                 if subject in pcie_bad:
-                    detail += ' Its PCIe link is degraded: %s.' % pcie_bad[subject].get('detail')
+                    detail += ' Its PCIe link is below what the NIC and its slot can do (%s), which explains it.' % (
+                        pcie_bad[subject].get('actual') or 'see the PCIe finding')
                 add('single_nic_slow', detail, [subject])
 
     iperf = [m for m in graded if m.get('metric') == 'iperf3_gbps' and m.get('value') is not None]
