@@ -115,6 +115,11 @@ def vendor_letter(node, sender=None):
             '; '.join(seen), node.get('peer') or 'unknown peer')
     if expectation:
         paragraphs.append(expectation)
+    if node.get('retested_against'):
+        paragraphs.append(
+            'To rule out the peer and its cables, we re-ran the TCP and per-HCA RDMA tests against a second known-good peer '
+            '(%s; the first was %s). Where a test was re-run, the figures below are from that second peer.'
+            % (node['retested_against'], node.get('first_peer') or 'another peer'))
     measured = _measured_lines(node)
     if measured:
         paragraphs.append('Measured results (pasted from the tools\' output):\n\n' + '\n'.join(measured).rstrip())

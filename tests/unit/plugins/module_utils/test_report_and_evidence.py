@@ -48,6 +48,13 @@ def test_letter_has_the_runbook_shape_and_pastes_measurements_verbatim():
     assert order == sorted(order)
 
 
+def test_letter_says_when_a_second_peer_confirmed_the_result():
+    node = dict(rejected_node(), retested_against='peer02', first_peer='peer01')
+    letter = report.vendor_letter(node)
+    assert 'second known-good peer (peer02; the first was peer01)' in letter
+    assert 'second known-good peer' not in report.vendor_letter(rejected_node())
+
+
 def test_letter_never_invents_a_measurement():
     node = rejected_node()
     node['tests'][0].pop('verbatim')
