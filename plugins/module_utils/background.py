@@ -68,11 +68,13 @@ def pid_alive(pid):
         return False
 
 
-def start_server(argv, log_path, port, ready_timeout=15.0, env=None):
-    """Start ``argv`` detached, wait until it listens on ``port``.
+def start_server(argv, log_path, port, ready_timeout=15.0, env=None, ready_text=None):
+    """Start ``argv`` detached, wait until it listens on TCP ``port``.
 
+    A server that listens elsewhere (perftest with rdma_cm uses the RDMA CM
+    port space) is ready when its log shows ``ready_text`` instead.
     Returns {pid, pgid, log_path, port, argv}.  Raises ServerError when the
-    port is already taken, the process exits early, or it never listens.
+    port is already taken, the process exits early, or it never gets ready.
     """
     if port in listening_ports():
         raise ServerError('TCP port %d is already in use on this host' % port)
@@ -93,12 +95,13 @@ def start_server(argv, log_path, port, ready_timeout=15.0, env=None):
         if proc.poll() is not None:
             raise ServerError('server exited with rc=%s before listening on port %d: %s'
                               % (proc.returncode, port, read_log(log_path)[-500:].strip()))
-        if port in listening_ports():
+        ready = (ready_text in read_log(log_path)) if ready_text else (port in listening_ports())
+        if ready:
             return {'pid': proc.pid, 'pgid': proc.pid, 'log_path': log_path, 'port': port, 'argv': list(argv)}
         time.sleep(0.1)
     stop_group(proc.pid)
-    raise ServerError('server did not listen on port %d within %.0f s: %s'
-                      % (port, ready_timeout, read_log(log_path)[-500:].strip()))
+    waited_for = ('print %r' % ready_text) if ready_text else ('listen on port %d' % port)
+    raise ServerError('server did not %s within %.0f s: %s' % (waited_for, ready_timeout, read_log(log_path)[-500:].strip()))
 
 
 def read_log(log_path):

@@ -95,8 +95,8 @@ options:
   rdma_cm:
     description:
       - Connect the queue pairs with RDMA CM (C(-R)).
-      - A server in this mode listens in the RDMA CM port space, not on a TCP socket, so O(state=started) cannot confirm it is ready;
-        the module refuses O(rdma_cm) for O(role=server) for that reason.
+      - A server in this mode listens in the RDMA CM port space, not on a TCP socket, so O(state=started) waits for its
+        C(Waiting for client to connect) banner instead of a listening TCP port.
     type: bool
     default: false
   mtu:
@@ -350,9 +350,6 @@ def validate(module):
         problems.append('connection UD is only supported by ib_send_bw and ib_send_lat')
     if params['connection'] == 'UC' and test.startswith('ib_read'):
         problems.append('connection UC is not supported by %s' % test)
-    if params['role'] == 'server' and params['state'] == 'started' and params['rdma_cm']:
-        problems.append('rdma_cm servers listen in the RDMA CM port space, not on a TCP port, so their readiness cannot be confirmed; '
-                        'run rdma_cm tests without state=started')
     for arg in params['extra_args']:
         if '\x00' in arg or '\n' in arg:
             problems.append('extra_args item %r contains a NUL or newline' % arg)
@@ -425,7 +422,9 @@ def start_server(module, runner, binary, args):
     handle, log_path = tempfile.mkstemp(prefix='perftest-%s-p%d-' % (params['test'], params['port']), suffix='.log', dir=params['log_dir'])
     os.close(handle)
     try:
-        info = background.start_server(run_argv, log_path, params['port'], ready_timeout=params['ready_timeout'])
+        # perftest prints this banner once it waits for a client, in every connection mode.
+        ready_text = 'Waiting for client to connect' if params['rdma_cm'] else None
+        info = background.start_server(run_argv, log_path, params['port'], ready_timeout=params['ready_timeout'], ready_text=ready_text)
     except background.ServerError as exc:
         output = background.read_log(log_path)
         parsed, dummy = parse_or_none(output)
