@@ -13,6 +13,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 _SIZE_UNITS = {'b': 1, 'kb': 1024, 'k': 1024, 'mb': 1024 ** 2, 'm': 1024 ** 2,
                'gb': 1024 ** 3, 'g': 1024 ** 3, 'tb': 1024 ** 4, 't': 1024 ** 4}
@@ -170,14 +171,6 @@ def parse_cpulist(text):
 def parse_smp_affinity_list(text):
     """/proc/irq/N/smp_affinity_list -> {cpus: [...]} (same format as a CPU list)."""
     return parse_cpulist(text)
-
-
-def _read(path):
-    try:
-        with open(path, 'r') as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
 
 
 def read_cpu_governors(sysfs_root='/sys'):

@@ -13,6 +13,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 _HWIRQ = re.compile(r'^(?:\d+(?:-\w+)?|\S+-(?:edge|level|fasteoi))$')
 
@@ -119,14 +120,6 @@ def irq_placement(interrupts, affinity_by_irq, numa_cpus, name_pattern):
         'unknown': [entry['irq'] for entry in entries if entry['local'] is None],
         'fraction_local': (float(sum(1 for entry in known if entry['local'])) / len(known)) if known else None,
     }
-
-
-def _read(path):
-    try:
-        with open(path, 'r') as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
 
 
 def read_irq_affinity(irqs, procfs_root='/proc'):

@@ -23,6 +23,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 # The PCIe generations' transfer rates, GT/s.
 PCIE_SPEEDS_GTS = (2.5, 5.0, 8.0, 16.0, 32.0, 64.0)
@@ -254,14 +255,6 @@ def parse_lspci(text):
 
 
 # ---------------------------------------------------------------- sysfs
-
-
-def _read(path):
-    try:
-        with open(path, 'r') as handle:
-            return handle.read().strip()
-    except (IOError, OSError, UnicodeDecodeError):
-        return None
 
 
 def _int(value):

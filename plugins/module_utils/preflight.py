@@ -15,6 +15,8 @@ verdict and evidence.  No Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.netval.plugins.module_utils.rdma import STATE_ACTIVE
+
 OK = 'ok'
 MARGINAL = 'marginal'
 REJECT = 'reject'
@@ -24,7 +26,6 @@ REJECT = 'reject'
 FATAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
 # Modules without which RDMA tests cannot run at all.
 RDMA_CORE_MODULES = ('mlx5_core', 'mlx5_ib', 'ib_uverbs', 'ib_core')
-ACTIVE = ('ACTIVE', 'Active', '4: ACTIVE')
 
 
 def finding(check, subject, status, expected, actual, detail, blocking=False, verbatim=None):
@@ -40,7 +41,7 @@ def _ports(rdma):
 
 def _state_active(pinfo):
     state = str(pinfo.get('state') or '')
-    return pinfo.get('state_code') == 4 or state.upper().endswith('ACTIVE')
+    return pinfo.get('state_code') == STATE_ACTIVE or state.upper().endswith('ACTIVE')
 
 
 def check_gpus(gpu, profile):

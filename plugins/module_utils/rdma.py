@@ -18,6 +18,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 # Kernel sysfs "state" (enum ib_port_state) and "phys_state" (IB PortPhysicalState) codes.
 PORT_STATES = {0: 'NOP', 1: 'DOWN', 2: 'INIT', 3: 'ARMED', 4: 'ACTIVE', 5: 'ACTIVE_DEFER'}
@@ -441,15 +442,6 @@ def parse_ip_addr(text):
         if entry['family'] == 'inet':
             by_netdev.setdefault(entry['ifname'], []).append(entry['address'])
     return {'addresses': addresses, 'ipv4_by_netdev': by_netdev}
-
-
-def _read(path):
-    """Stripped content of a sysfs file; None when it is missing or unreadable (EINVAL on a down port)."""
-    try:
-        with open(path, 'r') as handle:
-            return handle.read().strip()
-    except (IOError, OSError, UnicodeDecodeError):
-        return None
 
 
 def _listdir(path):

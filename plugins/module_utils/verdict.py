@@ -29,8 +29,6 @@ BUCKET_ACCEPT = 'A'
 BUCKET_INVESTIGATE = 'B'
 BUCKET_RETURN = 'C'
 
-_RANK = {HEALTHY: 0, UNKNOWN: 1, MARGINAL: 1, REJECT: 2}
-
 
 class ThresholdError(ValueError):
     """A threshold entry in the profile is malformed; the message names the metric."""
@@ -291,12 +289,3 @@ def node_verdict(measurements, findings, thresholds, context=None):
         'causes': likely_causes(graded, findings, context),
         'counts': counts,
     }
-
-
-def worst(statuses):
-    """The worst of several statuses (reject > marginal/unknown > healthy)."""
-    result = HEALTHY
-    for status in statuses:
-        if _RANK.get(status, 1) > _RANK[result]:
-            result = status
-    return result
