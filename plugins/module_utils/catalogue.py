@@ -1,0 +1,194 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tier tests and their metrics, each defined once.
+
+Everything that lists tests or metrics reads this module: the test plan
+(which runs, on which ports), the measurement dispatch (which reader turns a
+module result into a figure, in which unit), the report's labels, the
+verdict's metric families, the re-test decision and the tier profile's schema
+check.  Thresholds are NOT here: they are data in the tier profiles
+(roles/tier_profile/vars/main.yml); this module only says which metrics exist.
+
+A test entry:
+
+    name        the key under a tier profile's ``tests:`` (``enabled: true`` turns it on)
+    module      the collection module that runs it
+    tool        the program it runs (perftest tests), else None
+    scope       node: one run per node; hca: one run per node HCA, each against a peer HCA;
+                gpu_nic: one run per node HCA with its NUMA-local GPU (GPUDirect RDMA);
+                first_hca: one run on the node's first HCA; all_hcas: every HCA at once
+    needs_peer  whether it measures against a known-good peer
+    retest      whether a second peer re-runs it before a throughput reject is final
+    ports       which TCP port range its runs use: perftest, iperf3, or None
+    metrics     the metric names it produces (keys of METRICS)
+
+A metric entry:
+
+    unit        the unit of the figure and of its threshold
+    label       how it reads in reports and letters
+    reads       the measurement reader (plugins/module_utils/measurements.py) that extracts it
+    field       for perftest bandwidth: the parsed row field holding the figure
+    family      rdma_bw (per-HCA host-memory RDMA), gdr_bw, rdma_lat, tcp, aggregate_bw, pause, ping, nccl, gpu_diag
+    graded_by   'threshold' (the profile's threshold) or 'tool' (the tool grades itself: dcgmi pass/warn/fail)
+    per         what one figure is of: hca, node, netdev, gpu_test
+
+Pure data and lookups; no Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+SCOPE_NODE = 'node'
+SCOPE_HCA = 'hca'
+SCOPE_GPU_NIC = 'gpu_nic'
+SCOPE_FIRST_HCA = 'first_hca'
+SCOPE_ALL_HCAS = 'all_hcas'
+SCOPES = (SCOPE_NODE, SCOPE_HCA, SCOPE_GPU_NIC, SCOPE_FIRST_HCA, SCOPE_ALL_HCAS)
+
+PORTS_PERFTEST = 'perftest'
+PORTS_IPERF3 = 'iperf3'
+
+
+def _test(name, module, scope, metrics, tool=None, needs_peer=True, retest=False, ports=None, use_cuda=False):
+    return {'name': name, 'module': module, 'tool': tool, 'scope': scope, 'needs_peer': needs_peer, 'retest': retest,
+            'ports': ports, 'use_cuda': use_cuda, 'metrics': tuple(metrics)}
+
+
+def _metric(unit, label, reads, family, field=None, graded_by='threshold', per='node'):
+    return {'unit': unit, 'label': label, 'reads': reads, 'family': family, 'field': field, 'graded_by': graded_by, 'per': per}
+
+
+# In the order a node runs them: cheap reachability first, the sustained all-NIC test late,
+# the GPU diagnostics last (they load the GPUs, which would disturb the network tests).
+TESTS = (
+    _test('jumbo_ping', 'jumbo_ping', SCOPE_NODE, ['jumbo_ping_loss_pct', 'jumbo_ping_rtt_ms']),
+    _test('iperf3', 'iperf3', SCOPE_NODE, ['iperf3_gbps'], retest=True, ports=PORTS_IPERF3),
+    _test('ib_send_bw', 'perftest', SCOPE_HCA, ['ib_send_bw_gbs'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
+    _test('ib_write_bw', 'perftest', SCOPE_HCA, ['ib_write_bw_gbps'], tool='ib_write_bw', retest=True, ports=PORTS_PERFTEST),
+    _test('ib_read_bw', 'perftest', SCOPE_HCA, ['ib_read_bw_gbs'], tool='ib_read_bw', retest=True, ports=PORTS_PERFTEST),
+    _test('gdr', 'perftest', SCOPE_GPU_NIC, ['gdr_bw_gbs'], tool='ib_send_bw', ports=PORTS_PERFTEST, use_cuda=True),
+    _test('ib_write_lat', 'perftest', SCOPE_FIRST_HCA, ['ib_write_lat_us'], tool='ib_write_lat', ports=PORTS_PERFTEST),
+    _test('all_nics', 'perftest', SCOPE_ALL_HCAS, ['all_nics_gbs', 'pause_per_s'], tool='ib_send_bw', ports=PORTS_PERFTEST),
+    _test('nccl', 'nccl_tests', SCOPE_NODE, ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong']),
+    _test('dcgmi', 'dcgmi_diag', SCOPE_NODE, ['dcgmi_diag'], needs_peer=False),
+)
+
+METRICS = {
+    'jumbo_ping_loss_pct': _metric('%', 'jumbo-frame ping loss', 'ping_loss', 'ping'),
+    'jumbo_ping_rtt_ms': _metric('ms', 'jumbo-frame ping round trip', 'ping_rtt', 'ping'),
+    'iperf3_gbps': _metric('Gb/s', 'iperf3 multi-stream TCP', 'iperf3', 'tcp'),
+    'ib_send_bw_gbs': _metric('GB/s', 'ib_send_bw per HCA', 'perftest_bw', 'rdma_bw', field='bw_avg_gbytes_s', per='hca'),
+    'ib_write_bw_gbps': _metric('Gb/s', 'ib_write_bw per rail', 'perftest_bw', 'rdma_bw', field='bw_avg_gbps', per='hca'),
+    'ib_read_bw_gbs': _metric('GB/s', 'ib_read_bw per HCA', 'perftest_bw', 'rdma_bw', field='bw_avg_gbytes_s', per='hca'),
+    'gdr_bw_gbs': _metric('GB/s', 'GPUDirect RDMA (ib_send_bw --use_cuda) per NIC and its NUMA-local GPU', 'perftest_bw', 'gdr_bw',
+                          field='bw_avg_gbytes_s', per='hca'),
+    'ib_write_lat_us': _metric('us', 'ib_write_lat typical latency', 'perftest_lat', 'rdma_lat', per='hca'),
+    'all_nics_gbs': _metric('GB/s', 'aggregate RDMA throughput with every NIC running at once', 'aggregate_bw', 'aggregate_bw'),
+    'pause_per_s': _metric('/s', 'pause/PFC frame rate during the sustained test', 'pause_rate', 'pause', per='netdev'),
+    'nccl_busbw_gbs': _metric('GB/s', 'nccl-tests all_reduce bus bandwidth', 'nccl', 'nccl'),
+    'nccl_small_allreduce_us': _metric('us', 'nccl-tests small-message all_reduce time', 'nccl', 'nccl'),
+    'nccl_wrong': _metric('errors', 'nccl-tests #wrong', 'nccl', 'nccl'),
+    'dcgmi_diag': _metric('pass/warn/fail', 'dcgmi diag', 'dcgmi', 'gpu_diag', graded_by='tool', per='gpu_test'),
+}
+
+_TESTS_BY_NAME = dict((entry['name'], entry) for entry in TESTS)
+_TEST_OF_METRIC = dict((metric, entry['name']) for entry in TESTS for metric in entry['metrics'])
+
+
+class CatalogueError(ValueError):
+    """A name that is not in the catalogue, or a tier profile that does not fit it; the message says which."""
+
+
+def test(name):
+    """The catalogue entry of one test."""
+    try:
+        return _TESTS_BY_NAME[name]
+    except KeyError:
+        raise CatalogueError('unknown tier test %r; known tests: %s' % (name, ', '.join(test_names())))
+
+
+def test_names():
+    return [entry['name'] for entry in TESTS]
+
+
+def metric(name):
+    """The catalogue entry of one metric."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise CatalogueError('unknown metric %r; known metrics: %s' % (name, ', '.join(sorted(METRICS))))
+
+
+def test_of_metric(name):
+    """The name of the test that produces ``name``."""
+    metric(name)
+    return _TEST_OF_METRIC[name]
+
+
+def unit(name):
+    return metric(name)['unit']
+
+
+def label(name):
+    """How a metric reads in prose; the metric's own name for one the catalogue does not know."""
+    entry = METRICS.get(name)
+    return entry['label'] if entry else name
+
+
+def metrics_in_family(family):
+    return sorted(name for name, entry in METRICS.items() if entry['family'] == family)
+
+
+def retest_metrics():
+    """Metrics a second peer re-measures before a throughput reject is final."""
+    return sorted(name for entry in TESTS if entry['retest'] for name in entry['metrics'])
+
+
+def enabled_tests(profile):
+    """The catalogue entries of the tests a resolved tier profile enables, in run order."""
+    tests = (profile or {}).get('tests') or {}
+    return [entry for entry in TESTS if (tests.get(entry['name']) or {}).get('enabled')]
+
+
+def ungraded_metrics(profile, name):
+    """Metrics of test ``name`` the profile records without grading (``ungraded: [...]`` under the test)."""
+    return list(((profile or {}).get('tests') or {}).get(name, {}).get('ungraded') or [])
+
+
+def profile_errors(profile, tier=None):
+    """What makes a resolved tier profile unusable with this catalogue: a list of plain sentences (empty when fine).
+
+    Every test the profile names must exist; every metric of an enabled test needs a threshold unless the tool grades
+    itself or the profile lists it under the test's ``ungraded``; every threshold must belong to a known metric and
+    state the catalogue's unit.
+    """
+    where = 'tier %s' % tier if tier else 'the tier profile'
+    errors = []
+    if not isinstance(profile, dict):
+        return ['%s is not a mapping' % where]
+    tests = profile.get('tests') or {}
+    thresholds = profile.get('thresholds') or {}
+    if not isinstance(tests, dict) or not isinstance(thresholds, dict):
+        return ['%s: tests and thresholds must be mappings' % where]
+    for name in sorted(tests):
+        if name not in _TESTS_BY_NAME:
+            errors.append('%s: tests.%s is not a known tier test (known: %s)' % (where, name, ', '.join(test_names())))
+    for entry in enabled_tests(profile):
+        ungraded = ungraded_metrics(profile, entry['name'])
+        for name in ungraded:
+            if name not in entry['metrics']:
+                errors.append('%s: tests.%s.ungraded names %s, which that test does not produce' % (where, entry['name'], name))
+        for name in entry['metrics']:
+            if METRICS[name]['graded_by'] == 'tool' or name in ungraded:
+                continue
+            if name not in thresholds:
+                errors.append('%s enables %s but has no threshold for its metric %s (%s)' % (where, entry['name'], name, METRICS[name]['unit']))
+    for name, threshold in sorted(thresholds.items()):
+        if name not in METRICS:
+            errors.append('%s: thresholds.%s is not a known metric' % (where, name))
+            continue
+        declared = (threshold or {}).get('unit') if isinstance(threshold, dict) else None
+        if declared is not None and declared != METRICS[name]['unit']:
+            errors.append('%s: thresholds.%s is in %s, the metric is measured in %s' % (where, name, declared, METRICS[name]['unit']))
+    return errors
