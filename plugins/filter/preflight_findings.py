@@ -11,7 +11,7 @@ short_description: Compare a node's inventory facts with its tier profile
 version_added: 0.1.0
 description:
   - Turns the results of rdma_info, pcie_info, nic_info, mlx_fw_info, gpu_info and host_tuning_info into preflight findings
-    (check, subject, status ok/marginal/reject, expected, actual, detail, blocking).
+    (check, subject, status healthy/marginal/reject/unknown, expected, actual, detail, blocking, verbatim).
   - A blocking finding (GPUs missing, ports down, RDMA modules missing) means throughput tests would give meaningless numbers.
 author:
   - gpufleet.netval maintainers (@gpufleet)

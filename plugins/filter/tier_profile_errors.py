@@ -12,7 +12,9 @@ version_added: 0.1.0
 description:
   - Returns plain sentences, empty when the profile is fine, for every test it names that the catalogue does not know,
     every metric of an enabled test without a threshold (unless the tool grades itself or the test lists it under
-    C(ungraded)), and every threshold of an unknown metric or in another unit than the catalogue's.
+    C(ungraded)), every threshold of an unknown metric or in another unit than the catalogue's, every malformed threshold
+    (exactly one of C(reject_below) / C(reject_above), numeric C(healthy) bounds) and every missing or out-of-range
+    C(cause_rules) setting.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -38,9 +40,17 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.catalogue import profile_errors
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, verdict
+
+
+def tier_profile_errors(profile, tier=None):
+    errors = catalogue.profile_errors(profile, tier)
+    if isinstance(profile, dict):
+        where = 'tier %s' % tier if tier else 'the tier profile'
+        errors += ['%s: %s' % (where, problem) for problem in verdict.profile_errors(profile)]
+    return errors
 
 
 class FilterModule(object):
     def filters(self):
-        return {'tier_profile_errors': profile_errors}
+        return {'tier_profile_errors': tier_profile_errors}

@@ -5,8 +5,9 @@
 
 Input is what the info modules returned (rdma_info, pcie_info, nic_info,
 mlx_fw_info, gpu_info, host_tuning_info); expectations come from the
-profile.  Each finding is {check, subject, status: ok|marginal|reject,
-expected, actual, detail, blocking}.  A blocking finding means throughput
+profile.  Each finding is {check, subject, status, expected, actual, detail,
+blocking, verbatim}, its status in the verdict's vocabulary (healthy, marginal,
+reject, unknown).  A blocking finding means throughput
 numbers from this node would be meaningless (GPUs gone, ports down, RDMA
 modules missing): the tier tests are skipped and the node still gets a
 verdict and evidence.  No Ansible import.
@@ -16,10 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.rdma import STATE_ACTIVE
-
-OK = 'ok'
-MARGINAL = 'marginal'
-REJECT = 'reject'
+from ansible_collections.gpufleet.netval.plugins.module_utils.verdict import HEALTHY, MARGINAL, REJECT, UNKNOWN
 
 # Xid codes that mean the GPU or its link is broken (NVIDIA's Xid catalogue):
 # 48 DBE, 63/64 row remapping events, 74 NVLink, 79 fell off the bus, 92/94/95 ECC.
@@ -55,7 +53,7 @@ def check_gpus(gpu, profile):
             findings.append(finding('gpu_count', 'gpus', REJECT, expected, count,
                                     '%s of %s GPUs visible to nvidia-smi' % (count or 0, expected), blocking=True))
         else:
-            findings.append(finding('gpu_count', 'gpus', OK, expected, count, '%s GPUs visible' % count))
+            findings.append(finding('gpu_count', 'gpus', HEALTHY, expected, count, '%s GPUs visible' % count))
     for event in gpu.get('xid_events') or []:
         code = event.get('code')
         status = REJECT if code in FATAL_XIDS else MARGINAL
@@ -100,7 +98,7 @@ def check_ports(rdma, profile, live_only=False):
             findings.append(finding('port_rate', device, MARGINAL, layer, pinfo['link_layer'],
                                     '%s port %s link layer %s, expected %s' % (device, port, pinfo['link_layer'], layer)))
         else:
-            findings.append(finding('port_state', subject, OK, 'Active', pinfo.get('state'), '%s Active at %s Gb/s' % (subject, pinfo.get('rate_gbps'))))
+            findings.append(finding('port_state', subject, HEALTHY, 'Active', pinfo.get('state'), '%s Active at %s Gb/s' % (subject, pinfo.get('rate_gbps'))))
     expected = nics.get('count')
     if expected and active < expected:
         findings.append(finding('nic_count', 'nics', REJECT, expected, active, '%s of %s RDMA ports Active' % (active, expected), blocking=True))
@@ -155,7 +153,7 @@ def check_pcie(pcie, profile, rdma=None):
                                     'NIC %s at %s runs %s, the contract needs %s' % (label, device.get('bdf'), actual, expected),
                                     verbatim=device.get('lspci_lines')))
         else:
-            findings.append(finding('pcie_link', label, OK, expected, actual, '%s %s' % (label, actual)))
+            findings.append(finding('pcie_link', label, HEALTHY, expected, actual, '%s %s' % (label, actual)))
     return findings
 
 
@@ -174,12 +172,12 @@ def check_host(host, profile):
     tokens = set((host.get('cmdline') or {}).get('tokens') or [])
     for token in spec.get('cmdline_tokens') or []:
         present = token in tokens
-        findings.append(finding('cmdline', token, OK if present else MARGINAL, token, 'present' if present else 'missing',
+        findings.append(finding('cmdline', token, HEALTHY if present else MARGINAL, token, 'present' if present else 'missing',
                                 'kernel cmdline %s %s' % ('has' if present else 'lacks', token)))
     want = spec.get('hugepages_total')
     have = (host.get('hugepages') or {}).get('total')
     if want:
-        status = OK if (have or 0) >= want else MARGINAL
+        status = HEALTHY if (have or 0) >= want else MARGINAL
         findings.append(finding('hugepages', 'hugepages', status, want, have, 'HugePages_Total %s, expected %s' % (have, want)))
     modules = host.get('modules') or {}
     if modules:
@@ -192,7 +190,7 @@ def check_host(host, profile):
     actual = (host.get('cpu_governor') or {}).get('uniform')
     counts = (host.get('cpu_governor') or {}).get('counts') or {}
     if governor and counts:
-        status = OK if actual == governor else MARGINAL
+        status = HEALTHY if actual == governor else MARGINAL
         findings.append(finding('governor', 'cpu', status, governor, actual or counts,
                                 'CPU governor %s, expected %s' % (actual or ', '.join('%s x%s' % kv for kv in sorted(counts.items())), governor)))
     if host.get('no_turbo') is True:
@@ -200,7 +198,7 @@ def check_host(host, profile):
     memlock = spec.get('memlock')
     soft = (host.get('memlock') or {}).get('soft')
     if memlock == 'unlimited' and soft is not None:
-        status = OK if soft == 'unlimited' else MARGINAL
+        status = HEALTHY if soft == 'unlimited' else MARGINAL
         findings.append(finding('memlock', 'memlock', status, 'unlimited', soft, 'memlock limit %s, expected unlimited' % soft))
     return findings
 
@@ -211,21 +209,21 @@ def check_nic_tuning(nic, firmware, profile):
     for netdev, info in sorted(((nic or {}).get('nics') or {}).items()):
         ring = ((info.get('ring') or {}).get('current') or {}).get('rx')
         if spec.get('rx_ring_min') and ring is not None:
-            status = OK if ring >= spec['rx_ring_min'] else MARGINAL
+            status = HEALTHY if ring >= spec['rx_ring_min'] else MARGINAL
             findings.append(finding('rx_ring', netdev, status, '>= %s' % spec['rx_ring_min'], ring, '%s RX ring %s' % (netdev, ring)))
         channels = ((info.get('channels') or {}).get('current') or {}).get('combined')
         if spec.get('channels_min') and channels is not None:
-            status = OK if channels >= spec['channels_min'] else MARGINAL
+            status = HEALTHY if channels >= spec['channels_min'] else MARGINAL
             findings.append(finding('channels', netdev, status, '>= %s' % spec['channels_min'], channels, '%s combined channels %s' % (netdev, channels)))
     for device, info in sorted(((firmware or {}).get('devices') or {}).items()):
         cqe = info.get('cqe_compression') or {}
         if spec.get('cqe_compression') and cqe:
-            status = OK if cqe.get('enabled') else MARGINAL
+            status = HEALTHY if cqe.get('enabled') else MARGINAL
             findings.append(finding('cqe_compression', device, status, 'enabled', cqe.get('value'), '%s CQE_COMPRESSION %s' % (device, cqe.get('value'))))
         wanted = (profile.get('firmware') or {}).get('version')
         have = (info.get('firmware') or {}).get('fw_version')
         if wanted and have:
-            findings.append(finding('firmware', device, OK if have == wanted else MARGINAL, wanted, have, '%s firmware %s' % (device, have)))
+            findings.append(finding('firmware', device, HEALTHY if have == wanted else MARGINAL, wanted, have, '%s firmware %s' % (device, have)))
     return findings
 
 
@@ -253,7 +251,7 @@ def usable_facts(facts):
         usable[key] = None
         if result.get('skipped'):
             continue
-        findings.append(finding('tool', key, 'unknown', 'tool output', 'unavailable',
+        findings.append(finding('tool', key, UNKNOWN, 'tool output', 'unavailable',
                                 result.get('msg') or '%s facts unavailable' % key))
     return usable, findings
 

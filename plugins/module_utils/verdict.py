@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Turn measurements and preflight findings into verdicts an operator can act on.
 
-Pure functions, no Ansible import.  Thresholds are never literals here: they
-come from the tier profile (data), one entry per metric:
+Pure functions, no Ansible import.  Every number the policy uses is data in
+the resolved tier profile: ``thresholds`` grade each figure, ``cause_rules``
+hold the ratios the likely-cause rules compare with, ``tests`` say what the
+tier enables.  A threshold entry, one per metric:
 
     ib_send_bw_gbs: {healthy: [46, 48], reject_below: 42, unit: GB/s, direction: one-way}
     ib_write_lat_us: {healthy: [null, 3], reject_above: 10, unit: us, direction: one-way}
@@ -13,25 +15,81 @@ A value inside the healthy range is ``healthy``; past the reject threshold it
 is ``reject``; in between it is ``marginal``.  The healthy upper bound of a
 higher-is-better metric (and the lower bound of a lower-is-better one) is
 informational: beating the contract is not a fault.
+
+One status vocabulary for preflight findings and graded figures:
+healthy / marginal / reject / unknown (plus ``info``: recorded, not graded).
+
+"Could not measure" is never the provider's fault.  A figure whose test did
+not run, did not finish or gave unreadable output is ``unknown``, whichever
+side failed: the node goes to bucket B with a cause that says what to fix.
+A failure the module pins on the node (``error_side: node``) is also
+``unknown``, with a cause that points at the node; it never rejects, because
+a test that could not run proves no shortfall.  Rejects (bucket C, a vendor
+letter) come only from measured figures and measured facts.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
+from collections import namedtuple
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+
 HEALTHY = 'healthy'
 MARGINAL = 'marginal'
 REJECT = 'reject'
 UNKNOWN = 'unknown'
+STATUSES = (HEALTHY, MARGINAL, REJECT, UNKNOWN)
 # A measurement the profile sets no threshold for: recorded, not graded.
 INFO = 'info'
+BAD = (MARGINAL, REJECT)
+GRADED = (HEALTHY, MARGINAL, REJECT)
 
 BUCKET_ACCEPT = 'A'
 BUCKET_INVESTIGATE = 'B'
 BUCKET_RETURN = 'C'
 
+# Who a failed test's ``error_side`` blames: our tooling and the known-good peer, the node, or nobody yet.
+SIDE_OURS = 'ours'
+SIDE_NODE = 'node'
+
+# The graded entry for the transport NCCL used (from its NCCL_DEBUG=INFO log), not a catalogue metric.
+NCCL_TRANSPORT = 'nccl_transport'
+NCCL_TEST = 'nccl'
+# nccl-tests' count of wrong results: its own cause, apart from the nccl family's bandwidth and time.
+NCCL_WRONG = 'nccl_wrong'
+
+# Preflight checks (plugins/module_utils/preflight.py) each cause reads.  A check in no group is still
+# named, by the catch-all rule, when it is marginal or reject.
+GPU_HARDWARE_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc')
+NIC_LINK_CHECKS = ('port_state', 'port_rate', 'nic_count')
+PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'governor', 'no_turbo', 'memlock')
+HOST_CONFIGURATION_CHECKS = PLATFORM_TUNING_CHECKS + ('modules', 'cqe_compression', 'rx_ring', 'channels', 'firmware')
+
+# Families whose figures a slow NIC or a slow platform drags down with it.
+THROUGHPUT_FAMILIES = ('gdr_bw', 'aggregate_bw', 'tcp', 'nccl')
+
+# What to fix on our side, by the failure class the modules report.
+OUR_SIDE_FIXES = {
+    'tool_missing': 'install the missing tool named above on the host that lacks it',
+    'connect_failed': 'check that our test server started on the receiving side, the address and port, and that no firewall is in between',
+    'port_in_use': 'free the port (stop the leftover test server) or let the test plan use another port',
+    'timeout': 'our time limit ran out: check that the peer is alive and reachable, and that the timeout fits the test duration',
+    'peer_unreachable': 'check the known-good peer (SSH, an Active RDMA port) or re-run against another peer',
+    'parse_error': 'the tool\'s output could not be read: keep the raw output from the evidence bundle and report it against the parser',
+    'not_measured': 'the test plan expected this figure but no test produced it: check the tier_tests run log',
+    'transport_unknown': 'run nccl-tests with NCCL_DEBUG=INFO so the log names NET/IB or NET/Socket',
+}
+DEFAULT_OUR_SIDE_FIX = 'read the error, fix the test setup on our side and re-run'
+
 
 class ThresholdError(ValueError):
-    """A threshold entry in the profile is malformed; the message names the metric."""
+    """A threshold or cause-rule entry in the profile is malformed; the message names the key."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Thresholds
 
 
 def _number(metric, field, value):
@@ -51,8 +109,8 @@ def threshold_direction(metric, threshold):
     return 'higher' if has_below else 'lower'
 
 
-def classify(metric, value, threshold):
-    """healthy / marginal / reject / unknown for one value against one threshold entry."""
+def _limits(metric, threshold):
+    """(direction, healthy floor, healthy ceiling, reject line) of a well-formed threshold; ThresholdError otherwise."""
     if not isinstance(threshold, dict):
         raise ThresholdError('threshold %s must be a mapping' % metric)
     direction = threshold_direction(metric, threshold)
@@ -61,26 +119,41 @@ def classify(metric, value, threshold):
         raise ThresholdError('threshold %s.healthy must be [low, high]' % metric)
     low = _number(metric, 'healthy[0]', healthy[0])
     high = _number(metric, 'healthy[1]', healthy[1])
+    if direction == 'higher':
+        if low is None:
+            raise ThresholdError('threshold %s: a higher-is-better metric needs healthy[0]' % metric)
+        return direction, low, high, _number(metric, 'reject_below', threshold['reject_below'])
+    if high is None:
+        raise ThresholdError('threshold %s: a lower-is-better metric needs healthy[1]' % metric)
+    return direction, low, high, _number(metric, 'reject_above', threshold['reject_above'])
+
+
+def threshold_errors(thresholds):
+    """What is wrong with a profile's thresholds: a list of plain sentences, empty when every entry is usable."""
+    if not isinstance(thresholds, dict):
+        return ['thresholds must be a mapping of metric name to threshold, got %r' % (thresholds,)]
+    errors = []
+    for metric in sorted(thresholds):
+        try:
+            _limits(metric, thresholds[metric])
+        except ThresholdError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def classify(metric, value, threshold):
+    """healthy / marginal / reject / unknown for one value against one threshold entry."""
+    direction, low, high, reject = _limits(metric, threshold)
     if value is None:
         return UNKNOWN
     value = float(value)
     if direction == 'higher':
-        reject_below = _number(metric, 'reject_below', threshold['reject_below'])
-        if low is None:
-            raise ThresholdError('threshold %s: a higher-is-better metric needs healthy[0]' % metric)
         if value >= low:
             return HEALTHY
-        if reject_below is not None and value < reject_below:
-            return REJECT
-        return MARGINAL
-    reject_above = _number(metric, 'reject_above', threshold['reject_above'])
-    if high is None:
-        raise ThresholdError('threshold %s: a lower-is-better metric needs healthy[1]' % metric)
+        return REJECT if reject is not None and value < reject else MARGINAL
     if value <= high:
         return HEALTHY
-    if reject_above is not None and value > reject_above:
-        return REJECT
-    return MARGINAL
+    return REJECT if reject is not None and value > reject else MARGINAL
 
 
 def describe_threshold(metric, threshold):
@@ -109,38 +182,117 @@ def _fmt(value):
     return ('%.3f' % value).rstrip('0').rstrip('.')
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Grading
+
+
+def family_of(metric):
+    """The catalogue family of a metric (rdma_bw, gdr_bw, ...), None for a name the catalogue does not know."""
+    entry = catalogue.METRICS.get(metric)
+    return entry['family'] if entry else None
+
+
+def _finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def grade_measurements(measurements, thresholds):
     """Grade each measurement against its metric's threshold.
 
-    ``measurements``: [{id, metric, subject, value, unit, as_printed, cmd, peer, error}]
-    Returns the same dicts with ``status``, ``threshold`` and ``expected`` added.
-    A measurement whose test could not run (``error`` set, value None) is a reject
-    when ``fail_is_reject`` is true on the measurement, else unknown.
+    ``measurements``: [{id, kind, metric, subject, peer, peer_device, value, unit, as_printed, verbatim, cmd,
+    error, error_class, error_side, raw, preset_status}].  Returns the same dicts with ``status``, ``expected``
+    and ``threshold`` added.  A figure that is missing, not a finite number, or below its line while its test
+    reported an error (an aggregate with NICs that did not run) is ``unknown``: nothing was proven short.
     """
     graded = []
     for item in measurements:
         entry = dict(item)
         metric = entry.get('metric')
         threshold = thresholds.get(metric)
+        value = entry.get('value')
+        entry['threshold'] = threshold
+        if threshold is not None:
+            entry['expected'] = describe_threshold(metric, threshold)
         if entry.get('preset_status'):
             # Tools that grade themselves (dcgmi diag pass/warn/fail).
             entry['status'] = entry['preset_status']
             entry['expected'] = 'pass'
+        elif value is None:
+            entry['status'] = UNKNOWN
+            entry['error'] = entry.get('error') or 'no figure'
+        elif not _finite(value):
+            entry['status'] = UNKNOWN
+            entry['error'] = 'the figure %r is not a finite number' % (value,)
+            entry['error_class'] = entry.get('error_class') or 'parse_error'
         elif threshold is None:
             entry['status'] = INFO
             entry['expected'] = 'no threshold for %s in this profile' % metric
         else:
-            entry['status'] = classify(metric, entry.get('value'), threshold)
-            entry['expected'] = describe_threshold(metric, threshold)
-            entry['threshold'] = threshold
-        if entry.get('value') is None and entry.get('error') and entry.get('fail_is_reject', True):
-            entry['status'] = REJECT
+            entry['status'] = classify(metric, value, threshold)
+            if entry['status'] != HEALTHY and entry.get('error'):
+                entry['status'] = UNKNOWN
         graded.append(entry)
     return graded
 
 
+def _covers(entry, expected):
+    return entry.get('metric') == expected.get('metric') and expected.get('subject') in (None, entry.get('subject'))
+
+
+def missing_figures(graded, expected, thresholds):
+    """An ``unknown`` entry for every figure the test plan expected and no measurement gave.
+
+    ``expected``: [{id, metric, subject, test, reason}]; ``subject: None`` asks for at least one figure of the
+    metric; ``reason`` is why the plan already knows it cannot be measured.
+    """
+    missing = []
+    for wanted in expected or []:
+        if any(_covers(entry, wanted) for entry in graded):
+            continue
+        metric = wanted.get('metric')
+        threshold = thresholds.get(metric)
+        missing.append({
+            'id': wanted.get('id') or '%s:%s' % (metric, wanted.get('subject')),
+            'kind': None, 'metric': metric, 'subject': wanted.get('subject'), 'peer': None, 'peer_device': None,
+            'test': wanted.get('test') or (catalogue.test_of_metric(metric) if metric in catalogue.METRICS else None),
+            'value': None, 'unit': catalogue.unit(metric) if metric in catalogue.METRICS else None,
+            'as_printed': None, 'verbatim': [], 'cmd': None, 'raw': '',
+            'error': wanted.get('reason') or 'not measured',
+            'error_class': 'not_measured' if not wanted.get('reason') else 'not_measurable',
+            'error_side': SIDE_OURS if not wanted.get('reason') else None,
+            'status': UNKNOWN, 'threshold': threshold,
+            'expected': describe_threshold(metric, threshold) if threshold else 'a figure',
+        })
+    return missing
+
+
+def nccl_transport_entry(graded, profile, transport):
+    """The graded NCCL transport, or None when NCCL is not enabled, not required to use one transport, or gave no figure.
+
+    ``tests.nccl.require_transport`` (default IB; null: any) is what the tier requires; ``transport`` is what the
+    NCCL log showed (IB, Socket, or None when it could not be read).
+    """
+    settings = ((profile.get('tests') or {}).get(NCCL_TEST) or {})
+    required = settings.get('require_transport', 'IB')
+    ran = [e for e in graded if e.get('metric') in catalogue.METRICS and catalogue.test_of_metric(e['metric']) == NCCL_TEST
+           and e.get('value') is not None]
+    if not settings.get('enabled') or required is None or not ran:
+        return None
+    entry = {'id': '%s:%s' % (NCCL_TRANSPORT, ran[0].get('subject')), 'kind': 'nccl', 'metric': NCCL_TRANSPORT,
+             'subject': ran[0].get('subject'), 'peer': ran[0].get('peer'), 'peer_device': None, 'test': NCCL_TEST,
+             'value': transport, 'unit': None, 'as_printed': 'NET/%s' % transport if transport else None,
+             'verbatim': [], 'cmd': ran[0].get('cmd'), 'raw': '', 'error': None, 'error_class': None, 'error_side': None,
+             'expected': 'NET/%s' % required, 'threshold': None}
+    if transport is None:
+        entry.update(status=UNKNOWN, error='the NCCL log does not say which transport it used',
+                     error_class='transport_unknown', error_side=SIDE_OURS)
+    else:
+        entry['status'] = HEALTHY if transport == required else REJECT
+    return entry
+
+
 def bucket_for(statuses):
-    """A when every status is healthy, C when any is reject, else B."""
+    """A when every status is healthy (info aside), C when any is reject, else B."""
     statuses = [s for s in statuses if s != INFO]
     if any(status == REJECT for status in statuses):
         return BUCKET_RETURN
@@ -149,143 +301,447 @@ def bucket_for(statuses):
     return BUCKET_INVESTIGATE
 
 
-def _by_metric(graded, prefix):
-    return [m for m in graded if str(m.get('metric', '')).startswith(prefix)]
+# ---------------------------------------------------------------------------------------------------------------
+# Cause rules: each names one likely cause from the pattern of results (the runbook's failure modes).
+
+# The cause_rules keys of a tier profile, with the values each may take.
+CAUSE_RULE_KEYS = {
+    'platform_max_spread': 'a fraction above 0 and below 1',
+    'platform_min_ratio': 'a fraction above 0 and below 1',
+    'platform_aggregate_shortfall': 'a fraction above 0 and below 1',
+    'firmware_throttle_max_ratio': 'a fraction above 0 and below 1, or null to turn the rule off',
+}
+_NULLABLE_RULE_KEYS = ('firmware_throttle_max_ratio',)
 
 
-def _healthy_low(item):
-    threshold = item.get('threshold') or {}
-    healthy = threshold.get('healthy') or [None, None]
+def cause_rule_errors(cause_rules):
+    """What is wrong with a profile's ``cause_rules``: a list of plain sentences, empty when usable."""
+    if not isinstance(cause_rules, dict):
+        return ['cause_rules must be a mapping of %s, got %r' % (', '.join(sorted(CAUSE_RULE_KEYS)), cause_rules)]
+    errors = []
+    for key in sorted(set(cause_rules) - set(CAUSE_RULE_KEYS)):
+        errors.append('cause_rules.%s is not a cause-rule setting (known: %s)' % (key, ', '.join(sorted(CAUSE_RULE_KEYS))))
+    for key in sorted(CAUSE_RULE_KEYS):
+        if key not in cause_rules:
+            errors.append('cause_rules.%s is missing; it must be %s' % (key, CAUSE_RULE_KEYS[key]))
+            continue
+        value = cause_rules[key]
+        if value is None and key in _NULLABLE_RULE_KEYS:
+            continue
+        if not _finite(value) or not 0 < value < 1:
+            errors.append('cause_rules.%s must be %s, got %r' % (key, CAUSE_RULE_KEYS[key], value))
+    return errors
+
+
+def profile_errors(profile):
+    """Thresholds and cause rules of a resolved tier profile that the verdict cannot use (plain sentences)."""
+    profile = profile if isinstance(profile, dict) else {}
+    return threshold_errors(profile.get('thresholds')) + cause_rule_errors(profile.get('cause_rules'))
+
+
+class Results(object):
+    """What the rules read: the graded tests, the findings, the profile's cause_rules, and shared lookups."""
+
+    def __init__(self, tests, findings, cause_rules):
+        self.tests = tests
+        self.findings = findings
+        self.cause_rules = cause_rules
+
+    def setting(self, key):
+        return self.cause_rules[key]
+
+    def findings_of(self, checks, statuses=BAD):
+        return [f for f in self.findings if f.get('check') in checks and f.get('status') in statuses]
+
+    def tests_of(self, families, statuses=BAD):
+        return [t for t in self.tests if family_of(t.get('metric')) in families and t.get('status') in statuses]
+
+    def figures(self, families):
+        """Graded figures (a value, a healthy/marginal/reject status) of the given families."""
+        return [t for t in self.tests_of(families, GRADED) if t.get('value') is not None]
+
+    def metric_tests(self, metric, statuses=BAD):
+        return [t for t in self.tests if t.get('metric') == metric and t.get('status') in statuses]
+
+    def throughput_shortfalls(self, subjects=None):
+        """Non-healthy figures a slow platform drags down with it; with ``subjects`` (slow NICs), those NICs' GDR
+        figures and the figures that run over every NIC (aggregate, NCCL bandwidth)."""
+        found = [t for t in self.tests_of(THROUGHPUT_FAMILIES) if t.get('metric') != NCCL_WRONG]
+        if subjects is None:
+            return found
+        return [t for t in found if family_of(t.get('metric')) in ('aggregate_bw', 'nccl')
+                or (family_of(t.get('metric')) == 'gdr_bw' and t.get('subject') in subjects)]
+
+
+CauseRule = namedtuple('CauseRule', 'cause condition keys find')
+
+
+def _cause(name, detail, subjects, explains):
+    """One named cause and the entries (tests, findings) it explains."""
+    return ({'cause': name, 'detail': detail, 'subjects': sorted(set(str(s) for s in subjects if s))}, list(explains))
+
+
+def _details(entries):
+    return '; '.join(str(e.get('detail') or '').rstrip('.') for e in entries)
+
+
+def _healthy_floor(entry):
+    healthy = (entry.get('threshold') or {}).get('healthy') or [None, None]
     return healthy[0]
 
 
-def likely_causes(graded, findings, context=None):
-    """The likely causes, from the pattern of results (the runbook's failure modes).
+def _ratio(entry):
+    """A figure as a fraction of its healthy floor (0.9: 10% short), None without a floor."""
+    floor = _healthy_floor(entry)
+    return float(entry['value']) / float(floor) if floor else None
 
-    ``findings``: preflight findings [{check, subject, status: ok|marginal|reject, detail, ...}].
-    ``context``: {nccl_transport, host: {governor, hugepages_total, ...}, pcie: {subject: finding}}.
-    Returns a list of {cause, detail, subjects} ordered by severity.
-    """
-    context = context or {}
+
+def _figure(entry):
+    return '%s %s %s' % (entry.get('subject'), _fmt(entry['value']), entry.get('unit') or '')
+
+
+def _rdma(results):
+    """(per-HCA host-memory RDMA figures, subjects with a non-healthy one, all their subjects)."""
+    figures = results.figures(('rdma_bw',))
+    slow = set(f.get('subject') for f in figures if f['status'] != HEALTHY)
+    return figures, slow, set(f.get('subject') for f in figures)
+
+
+def _every_nic_slow(results):
+    figures, slow, subjects = _rdma(results)
+    return figures if len(subjects) > 1 and slow == subjects else []
+
+
+def _throttled(results):
+    """RDMA rejects so far below the healthy floor that only the firmware-throttle trap explains them."""
+    limit = results.setting('firmware_throttle_max_ratio')
+    if limit is None:
+        return []
+    return [f for f in results.figures(('rdma_bw',)) if f['status'] == REJECT and (_ratio(f) or 1) <= limit]
+
+
+def _platform_pattern(results):
+    """Every NIC slow by about the same fraction, and not so slow that the NICs themselves are suspect."""
+    figures = _every_nic_slow(results)
+    ratios = [r for r in (_ratio(f) for f in figures) if r is not None]
+    if not ratios:
+        return None
+    mean = sum(ratios) / len(ratios)
+    if max(ratios) - min(ratios) < results.setting('platform_max_spread') and mean >= results.setting('platform_min_ratio'):
+        return figures, mean
+    return None
+
+
+def rule_gpu_hardware(results, _found):
+    bad = results.findings_of(GPU_HARDWARE_CHECKS)
+    if not bad:
+        return []
+    return [_cause('gpu_hardware', 'GPU hardware: %s. A GPU that fell off the bus or has ECC errors at delivery is a hardware fault '
+                   '(PCIe slot or riser, PSU rail, thermal trip, firmware); return the node.' % _details(bad),
+                   [f.get('subject') for f in bad], bad)]
+
+
+def rule_gpu_diagnostics(results, _found):
+    bad = results.tests_of(('gpu_diag',))
+    if not bad:
+        return []
+    return [_cause('gpu_diagnostics', 'dcgmi diag failed: %s. A GPU failing dcgmi diag is a GPU fault (its memory test: ECC or memory '
+                   'hardware): do not accept the node.' % '; '.join(t.get('as_printed') or str(t.get('subject')) for t in bad),
+                   [t.get('subject') for t in bad], bad)]
+
+
+def rule_link_instability(results, _found):
+    bad = results.findings_of(('link_flap',))
+    if not bad:
+        return []
+    return [_cause('link_instability', 'Link instability during validation: %s. Replace the cable/transceiver; if it persists, '
+                   'return the node.' % _details(bad), [f.get('subject') for f in bad], bad)]
+
+
+def rule_nic_link(results, _found):
+    bad = results.findings_of(NIC_LINK_CHECKS)
+    if not bad:
+        return []
+    return [_cause('nic_link', 'RDMA ports not Active at the expected rate: %s (NIC, cable or firmware).' % _details(bad),
+                   [f.get('subject') for f in bad], bad)]
+
+
+def rule_pcie_link(results, _found):
+    return [_cause('pcie_link', 'PCIe link of %s: %s' % (f.get('subject'), f.get('detail')), [f.get('subject')], [f])
+            for f in results.findings_of(('pcie_link',))]
+
+
+def rule_pcie_errors(results, _found):
+    bad = results.findings_of(('pcie_aer',))
+    if not bad:
+        return []
+    return [_cause('pcie_errors', 'PCIe AER errors during validation: %s. Reseat the card; errors that persist point at the slot, '
+                   'riser or card.' % _details(bad), [f.get('subject') for f in bad], bad)]
+
+
+def rule_platform_tuning(results, _found):
+    pattern = _platform_pattern(results)
+    if not pattern:
+        return []
+    figures, mean = pattern
+    tuning = results.findings_of(PLATFORM_TUNING_CHECKS)
+    detail = ('every NIC is about %d%% below the healthy range (%s): a platform-wide cause, not one NIC. '
+              'Check the kernel cmdline, the hugepage pool, the CPU governor, the BIOS power profile and NUMA pinning.'
+              % (round((1 - mean) * 100), ', '.join(_figure(f) for f in figures)))
+    if tuning:
+        detail += ' Found: %s.' % _details(tuning)
+    return [_cause('platform_tuning', detail, [f.get('subject') for f in figures],
+                   figures + tuning + results.throughput_shortfalls())]
+
+
+def rule_platform_aggregate(results, _found):
+    shortfall = results.setting('platform_aggregate_shortfall')
+    figures = results.figures(('aggregate_bw',))
+    short = [f for f in figures if (_ratio(f) or 1) <= 1 - shortfall]
+    if not figures or len(short) != len(figures):
+        return []
+    return [_cause('platform_aggregate', 'The aggregate throughput with every NIC at once is %d%% or more below the contract (%s; %s): '
+                   'a platform-level issue (PCIe topology, BIOS, memory or CPU bandwidth), not one NIC.'
+                   % (round(shortfall * 100), ', '.join(_figure(f) for f in short), short[0].get('expected')),
+                   [f.get('subject') for f in short], short)]
+
+
+def rule_rdma_all_slow(results, found):
+    figures = _every_nic_slow(results)
+    throttled = set(f.get('subject') for f in _throttled(results))
+    if not figures or 'platform_tuning' in found or set(f.get('subject') for f in figures) <= throttled:
+        return []
+    slow = [f for f in figures if f['status'] != HEALTHY]
+    return [_cause('rdma_all_slow', 'every NIC is below the healthy range: %s. Too slow or too uneven for platform tuning alone: '
+                   'check the NICs\' firmware, the cables and the switch ports.' % ', '.join(_figure(f) for f in figures),
+                   [f.get('subject') for f in figures], slow + results.throughput_shortfalls())]
+
+
+def rule_single_nic_slow(results, _found):
+    figures, slow, subjects = _rdma(results)
+    if not slow or (len(subjects) > 1 and slow == subjects):
+        return []
+    pcie = dict((f.get('subject'), f) for f in results.findings_of(('pcie_link',)))
     causes = []
-
-    def add(cause, detail, subjects=()):
-        causes.append({'cause': cause, 'detail': detail, 'subjects': sorted(set(subjects))})
-
-    bad_findings = [f for f in findings if f.get('status') in (REJECT, MARGINAL)]
-    by_check = {}
-    for finding in bad_findings:
-        by_check.setdefault(finding.get('check'), []).append(finding)
-
-    gpu_bad = by_check.get('gpu_count', []) + by_check.get('gpu_xid', []) + by_check.get('gpu_ecc', [])
-    if gpu_bad:
-        add('gpu_hardware',
-            'GPU hardware: %s. A GPU that fell off the bus or has ECC errors at delivery is a hardware fault '
-            '(PCIe slot or riser, PSU rail, thermal trip, firmware); return the node.'
-            % '; '.join(f.get('detail', '').rstrip('.') for f in gpu_bad),
-            [f.get('subject') for f in gpu_bad])
-    if by_check.get('dcgmi_diag'):
-        add('gpu_diagnostics', 'dcgmi diag failed: %s' % '; '.join(f.get('detail', '') for f in by_check['dcgmi_diag']),
-            [f.get('subject') for f in by_check['dcgmi_diag']])
-    if by_check.get('link_flap'):
-        add('link_instability',
-            'Link instability during validation: %s. Replace the cable/transceiver; if it persists, return the node.'
-            % '; '.join(f.get('detail', '') for f in by_check['link_flap']),
-            [f.get('subject') for f in by_check['link_flap']])
-    if by_check.get('port_state') or by_check.get('port_rate'):
-        items = by_check.get('port_state', []) + by_check.get('port_rate', [])
-        add('nic_link', 'RDMA ports not Active at the expected rate: %s (NIC, cable or firmware).'
-            % '; '.join(f.get('detail', '') for f in items), [f.get('subject') for f in items])
-
-    rdma = [m for m in graded if m.get('metric') in ('ib_send_bw_gbs', 'ib_write_bw_gbs', 'ib_write_bw_gbps', 'ib_read_bw_gbs')
-            and m.get('value') is not None]
-    slow = [m for m in rdma if m['status'] != HEALTHY]
-    pcie_bad = dict((f.get('subject'), f) for f in by_check.get('pcie_link', []))
-    for finding in by_check.get('pcie_link', []):
-        add('pcie_link', 'PCIe link of %s: %s' % (finding.get('subject'), finding.get('detail')), [finding.get('subject')])
-
-    ratios = []
-    for item in rdma:
-        low = _healthy_low(item)
-        if low:
-            ratios.append(float(item['value']) / float(low))
-    if rdma and slow:
-        if len(slow) == len(rdma) and len(rdma) > 1:
-            mean_ratio = sum(ratios) / len(ratios) if ratios else None
-            spread = (max(ratios) - min(ratios)) if ratios else None
-            if mean_ratio is not None and spread is not None and spread < 0.08 and mean_ratio >= 0.75:
-                tuning = [f for f in bad_findings if f.get('check') in ('cmdline', 'hugepages', 'governor', 'no_turbo', 'memlock')]
-                detail = ('every NIC is about %d%% below the healthy range (%s): a platform-wide cause, not one NIC. '
-                          'Check the kernel cmdline, the hugepage pool, the CPU governor, the BIOS power profile and NUMA pinning.'
-                          % (round((1 - mean_ratio) * 100), ', '.join('%s %.1f' % (m.get('subject'), m['value']) for m in rdma)))
-                if tuning:
-                    detail += ' Found: %s.' % '; '.join(f.get('detail', '') for f in tuning)
-                add('platform_tuning', detail, [m.get('subject') for m in rdma])
-            elif not any(m.get('metric') == 'ib_write_bw_gbps' and m['status'] == REJECT for m in rdma):
-                # (a throttled RoCE pair gets its own, more specific cause below)
-                add('rdma_all_slow', 'every NIC is below the healthy range: %s'
-                    % ', '.join('%s %.1f' % (m.get('subject'), m['value']) for m in rdma), [m.get('subject') for m in rdma])
-        else:
-            for item in slow:
-                subject = item.get('subject')
-                detail = ('%s is slow (%s %s) while the other NICs are healthy: check its PCIe link (lspci LnkSta), '
-                          'the cable, mlxlink BER and the switch port.' % (subject, _fmt(item['value']), item.get('unit', '')))
-                if subject in pcie_bad:
-                    detail += ' Its PCIe link is below what the NIC and its slot can do (%s), which explains it.' % (
-                        pcie_bad[subject].get('actual') or 'see the PCIe finding')
-                add('single_nic_slow', detail, [subject])
-
-    iperf = [m for m in graded if m.get('metric') == 'iperf3_gbps' and m.get('value') is not None]
-    platform = any(c['cause'] == 'platform_tuning' for c in causes)
-    if iperf and not platform and all(m['status'] == HEALTHY for m in iperf) and slow and len(slow) == len(rdma) and len(rdma) > 0:
-        add('rdma_specific', 'TCP (iperf3) is healthy but RDMA is slow: check memlock limits (ulimit -l unlimited), '
-            'the GID index (show_gids: RoCE v2 with IPv4), and PFC/pause counters on the switch.',
-            [m.get('subject') for m in slow])
-
-    throttle = [m for m in graded if m.get('metric') == 'ib_write_bw_gbps' and m.get('value') is not None
-                and m['status'] == REJECT]
-    for item in throttle:
-        add('firmware_throttle', '%s runs at %s Gb/s per rail (%s): the ConnectX-7 firmware-throttle trap. '
-            'Update the NIC firmware and fully power-drain the NIC (not just a reboot), then re-test.'
-            % (item.get('subject'), _fmt(item['value']), describe_threshold(item['metric'], item['threshold'])), [item.get('subject')])
-
-    transport = context.get('nccl_transport')
-    if transport == 'Socket':
-        add('nccl_socket_fallback', 'NCCL ran over NET/Socket (a silent TCP fallback), not NET/IB: check NCCL_IB_HCA '
-            '(both boxes\' device names), NCCL_NET_PLUGIN=none, NCCL_IB_GID_INDEX and that the RDMA devices are Active.',
-            ['nccl'])
-    gdr = [m for m in graded if m.get('metric') == 'gdr_bw_gbs' and m['status'] != HEALTHY]
-    if gdr and not slow:
-        add('gdr', 'GPUDirect RDMA is slow or failing while host-memory RDMA is fine: check nvidia_peermem is loaded, '
-            'reboot and re-test.', [m.get('subject') for m in gdr])
-    pause = [m for m in graded if m.get('metric') == 'pause_per_s' and m['status'] != HEALTHY]
-    if pause:
-        add('pfc_pause', 'Pause/PFC counters grew fast during the sustained test (%s): the switch is not draining; '
-            'check PFC configuration on the switch.' % ', '.join('%s %s/s' % (m.get('subject'), _fmt(m['value'])) for m in pause),
-            [m.get('subject') for m in pause])
-    tuning_only = [f for f in bad_findings if f.get('check') in ('cmdline', 'hugepages', 'governor', 'no_turbo', 'memlock',
-                                                                 'modules', 'cqe_compression', 'rx_ring', 'channels', 'firmware')]
-    if tuning_only and not any(c['cause'] == 'platform_tuning' for c in causes):
-        add('host_configuration', 'Host configuration differs from the profile: %s'
-            % '; '.join(f.get('detail', '') for f in tuning_only), [f.get('subject') for f in tuning_only])
+    for subject in sorted(slow, key=str):
+        mine = [f for f in figures if f.get('subject') == subject and f['status'] != HEALTHY]
+        detail = ('%s is slow (%s) while the other NICs are healthy: check its PCIe link (lspci LnkSta), the cable, mlxlink BER '
+                  'and the switch port.' % (subject, ', '.join('%s %s' % (_fmt(f['value']), f.get('unit') or '') for f in mine).strip()))
+        if subject in pcie:
+            detail += ' Its PCIe link is below what the NIC and its slot can do (%s), which explains it.' % (
+                pcie[subject].get('actual') or 'see the PCIe finding')
+        causes.append(_cause('single_nic_slow', detail, [subject], mine + results.throughput_shortfalls([subject])))
     return causes
 
 
-def node_verdict(measurements, findings, thresholds, context=None):
+def rule_rdma_specific(results, found):
+    figures, slow, subjects = _rdma(results)
+    tcp = results.figures(('tcp',))
+    if not tcp or not subjects or slow != subjects or 'platform_tuning' in found or any(t['status'] != HEALTHY for t in tcp):
+        return []
+    bad = [f for f in figures if f['status'] != HEALTHY]
+    return [_cause('rdma_specific', 'TCP (iperf3) is healthy but RDMA is slow: check memlock limits (ulimit -l unlimited), '
+                   'the GID index (show_gids: RoCE v2 with IPv4), and PFC/pause counters on the switch.',
+                   [f.get('subject') for f in bad], bad + results.throughput_shortfalls())]
+
+
+def rule_firmware_throttle(results, _found):
+    return [_cause('firmware_throttle', '%s runs at %s %s (%s): the ConnectX-7 firmware-throttle trap. Update the NIC firmware and '
+                   'fully power-drain the NIC (not just a reboot), then re-test.'
+                   % (f.get('subject'), _fmt(f['value']), f.get('unit') or '', f.get('expected')),
+                   [f.get('subject')], [f] + results.throughput_shortfalls([f.get('subject')]))
+            for f in _throttled(results)]
+
+
+def rule_nccl_socket_fallback(results, _found):
+    bad = results.metric_tests(NCCL_TRANSPORT, (REJECT,))
+    if not bad:
+        return []
+    return [_cause('nccl_socket_fallback', 'NCCL ran over %s (a silent TCP fallback), not %s: check NCCL_IB_HCA (both boxes\' '
+                   'device names), NCCL_NET_PLUGIN=none, NCCL_IB_GID_INDEX and that the RDMA devices are Active.'
+                   % (bad[0].get('as_printed'), bad[0].get('expected')), [t.get('subject') for t in bad],
+                   bad + [t for t in results.tests_of(('nccl',)) if t.get('metric') != NCCL_WRONG])]
+
+
+def rule_nccl_wrong_results(results, _found):
+    bad = results.metric_tests(NCCL_WRONG)
+    if not bad:
+        return []
+    return [_cause('nccl_wrong_results', 'nccl-tests counted %s wrong results (#wrong): the collective returned corrupted data. '
+                   'Run dcgmi diag -r 3 and check the kernel log for Xid and PCIe AER errors; do not accept the node.'
+                   % ', '.join(_fmt(t['value']) for t in bad), [t.get('subject') for t in bad], bad)]
+
+
+def rule_gdr(results, _found):
+    bad = results.tests_of(('gdr_bw',))
+    if not bad or _rdma(results)[1]:
+        return []
+    return [_cause('gdr', 'GPUDirect RDMA is slow or failing while host-memory RDMA is fine (%s): check nvidia_peermem is loaded, '
+                   'reboot and re-test.' % ', '.join(_figure(t) for t in bad), [t.get('subject') for t in bad], bad)]
+
+
+def rule_pfc_pause(results, _found):
+    bad = results.tests_of(('pause',))
+    if not bad:
+        return []
+    return [_cause('pfc_pause', 'Pause/PFC counters grew fast during the sustained test (%s): the switch is not draining; '
+                   'check PFC configuration on the switch.' % ', '.join('%s %s/s' % (t.get('subject'), _fmt(t['value'])) for t in bad),
+                   [t.get('subject') for t in bad], bad)]
+
+
+def rule_jumbo_path(results, _found):
+    bad = results.tests_of(('ping',))
+    if not bad:
+        return []
+    return [_cause('jumbo_path', 'The jumbo-frame ping to the peer failed or was slow (%s): check that the MTU is 9000 on the node\'s '
+                   'interface, the switch ports (9216) and the peer.' % '; '.join(t.get('as_printed') or _figure(t) for t in bad),
+                   [t.get('subject') for t in bad], bad)]
+
+
+def rule_host_configuration(results, found):
+    platform = set()
+    for cause, explains in found.values():
+        if cause['cause'] == 'platform_tuning':
+            platform.update(_key(e) for e in explains)
+    bad = [f for f in results.findings_of(HOST_CONFIGURATION_CHECKS) if _key(f) not in platform]
+    if not bad:
+        return []
+    return [_cause('host_configuration', 'Host configuration differs from the profile: %s' % _details(bad),
+                   [f.get('subject') for f in bad], bad)]
+
+
+def _failure_line(entry):
+    what = catalogue.label(entry['metric']) if entry.get('metric') else entry.get('check')
+    reason = entry.get('error') or entry.get('detail') or 'not measured'
+    klass = entry.get('error_class')
+    return '%s on %s: %s%s' % (what, entry.get('subject') or 'the node', reason.rstrip('.'), ' (%s)' % klass if klass else '')
+
+
+def rule_node_side_failure(results, _found):
+    bad = [t for t in results.tests if t.get('status') == UNKNOWN and t.get('error_side') == SIDE_NODE]
+    if not bad:
+        return []
+    return [_cause('node_side_failure', 'A test could not run because of something on the node: %s. Fix it on the node (the error '
+                   'says what: a driver, module or device) and re-test; a test that could not run proves no shortfall, so it does '
+                   'not return the node on its own.' % '; '.join(_failure_line(t) for t in bad),
+                   [t.get('subject') for t in bad], bad)]
+
+
+def rule_measurement_incomplete(results, _found):
+    tests = [t for t in results.tests if t.get('status') == UNKNOWN and t.get('error_side') != SIDE_NODE]
+    findings = [f for f in results.findings if f.get('status') == UNKNOWN]
+    if not tests and not findings:
+        return []
+    lines = []
+    for entry in tests:
+        fix = OUR_SIDE_FIXES.get(entry.get('error_class'), DEFAULT_OUR_SIDE_FIX)
+        lines.append('%s: %s' % (_failure_line(entry), fix))
+    for entry in findings:
+        lines.append('%s (%s): %s' % (entry.get('check'), entry.get('subject'), str(entry.get('detail') or 'unavailable').rstrip('.')))
+    return [_cause('measurement_incomplete', 'Not everything could be measured, which is not the node\'s fault; fix on our side and '
+                   're-run: %s.' % '; '.join(lines), [e.get('subject') for e in tests + findings], tests + findings)]
+
+
+CAUSE_RULES = (
+    CauseRule('gpu_hardware', 'a GPU count, Xid or ECC finding is marginal or reject', (), rule_gpu_hardware),
+    CauseRule('gpu_diagnostics', 'a dcgmi diag test (gpu_diag family) warns or fails', (), rule_gpu_diagnostics),
+    CauseRule('link_instability', 'a link went down or a module event was logged during the tests', (), rule_link_instability),
+    CauseRule('nic_link', 'an RDMA port is not Active, below its rate, or fewer ports are Active than the tier needs', (), rule_nic_link),
+    CauseRule('pcie_link', 'a NIC\'s PCIe link is below the contract or its capability (one cause per NIC)', (), rule_pcie_link),
+    CauseRule('pcie_errors', 'PCIe AER errors were logged during the tests', (), rule_pcie_errors),
+    CauseRule('platform_tuning', 'every HCA\'s rdma_bw figure is below healthy by about the same fraction, not too far',
+              ('platform_max_spread', 'platform_min_ratio'), rule_platform_tuning),
+    CauseRule('platform_aggregate', 'every aggregate_bw figure is the given fraction or more below its healthy floor',
+              ('platform_aggregate_shortfall',), rule_platform_aggregate),
+    CauseRule('rdma_all_slow', 'every HCA slow, but not the platform pattern and not all firmware-throttled',
+              ('platform_max_spread', 'platform_min_ratio', 'firmware_throttle_max_ratio'), rule_rdma_all_slow),
+    CauseRule('single_nic_slow', 'some HCAs\' rdma_bw figures are below healthy while others are healthy (one cause per HCA)', (),
+              rule_single_nic_slow),
+    CauseRule('rdma_specific', 'every tcp figure healthy, every HCA\'s rdma_bw figure below healthy, not platform_tuning', (),
+              rule_rdma_specific),
+    CauseRule('firmware_throttle', 'an rdma_bw reject at or below the given fraction of its healthy floor (one cause per rail)',
+              ('firmware_throttle_max_ratio',), rule_firmware_throttle),
+    CauseRule('nccl_socket_fallback', 'NCCL used another transport than the tier requires (tests.nccl.require_transport)', (),
+              rule_nccl_socket_fallback),
+    CauseRule('nccl_wrong_results', 'nccl-tests counted wrong results beyond the nccl_wrong threshold', (), rule_nccl_wrong_results),
+    CauseRule('gdr', 'a gdr_bw figure below healthy while every rdma_bw figure is healthy', (), rule_gdr),
+    CauseRule('pfc_pause', 'a pause-family figure above healthy', (), rule_pfc_pause),
+    CauseRule('jumbo_path', 'a ping-family figure (jumbo-frame loss or round trip) not healthy', (), rule_jumbo_path),
+    CauseRule('host_configuration', 'a host or NIC configuration finding not already explained by platform_tuning', (),
+              rule_host_configuration),
+    CauseRule('node_side_failure', 'a test could not run and its module blames the node (error_side node)', (), rule_node_side_failure),
+    CauseRule('measurement_incomplete', 'a figure is unknown (not run, failed on our side, unreadable) or a finding is unknown', (),
+              rule_measurement_incomplete),
+)
+
+
+def _key(entry):
+    return (entry.get('check'), entry.get('metric'), entry.get('subject'), entry.get('id'))
+
+
+def unexplained(results, explained):
+    """The catch-all: one cause for each marginal or reject result that no rule explained."""
+    causes = []
+    for entry in list(results.findings) + list(results.tests):
+        if entry.get('status') not in BAD or _key(entry) in explained:
+            continue
+        name = catalogue.label(entry['metric']) if entry.get('metric') else entry.get('check')
+        measured = entry.get('as_printed') or entry.get('actual')
+        if measured is None and entry.get('value') is not None:
+            measured = '%s %s' % (_fmt(entry['value']), entry.get('unit') or '')
+        causes.append({'cause': 'unexplained', 'subjects': [str(entry.get('subject'))] if entry.get('subject') else [],
+                       'detail': '%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it '
+                                 'and investigate this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
+                                                                 str(measured or entry.get('detail') or '?').strip(),
+                                                                 entry.get('expected') or '?')})
+    return causes
+
+
+def likely_causes(tests, findings, cause_rules):
+    """The likely causes, ordered as CAUSE_RULES lists them, then one per result no rule explains.
+
+    ``tests``: graded measurements; ``findings``: preflight and test findings; ``cause_rules``: the tier profile's
+    ratios.  A rule may read the causes the rules before it named.  Returns [{cause, detail, subjects}].
+    """
+    results = Results(tests, findings, cause_rules)
+    found = {}
+    causes = []
+    explained = set()
+    for rule in CAUSE_RULES:
+        for cause, explains in rule.find(results, found):
+            found.setdefault(cause['cause'], (cause, explains))
+            causes.append(cause)
+            explained.update(_key(e) for e in explains)
+    return causes + unexplained(results, explained)
+
+
+def node_verdict(measurements, findings, profile, context=None):
     """The whole verdict for one node.
 
-    Returns {bucket, tests: [...graded measurements and findings...], causes: [...], counts: {healthy, marginal, reject, unknown}}.
+    ``profile``: the resolved tier profile (``thresholds``, ``cause_rules``, ``tests``).
+    ``context``: ``expected`` (the test plan's figures, see missing_figures) and ``nccl_transport`` (IB, Socket or None).
+    Returns {bucket, tests: [...graded measurements...], findings, causes: [{cause, detail, subjects}],
+    counts: {healthy, marginal, reject, unknown, info}}.
     """
+    context = context or {}
+    errors = profile_errors(profile)
+    if errors:
+        raise ThresholdError('; '.join(errors))
+    thresholds = profile['thresholds']
     graded = grade_measurements(measurements, thresholds)
+    graded += missing_figures(graded, context.get('expected'), thresholds)
+    transport = nccl_transport_entry(graded, profile, context.get('nccl_transport'))
+    if transport:
+        graded.append(transport)
+    findings = list(findings)
     statuses = [m['status'] for m in graded] + [f.get('status', UNKNOWN) for f in findings]
-    statuses = [HEALTHY if s == 'ok' else s for s in statuses]
-    counts = {HEALTHY: 0, MARGINAL: 0, REJECT: 0, UNKNOWN: 0, INFO: 0}
+    counts = dict((status, 0) for status in STATUSES + (INFO,))
     for status in statuses:
         counts[status] = counts.get(status, 0) + 1
     return {
         'bucket': bucket_for(statuses),
         'tests': graded,
-        'findings': list(findings),
-        'causes': likely_causes(graded, findings, context),
+        'findings': findings,
+        'causes': likely_causes(graded, findings, profile['cause_rules']),
         'counts': counts,
     }

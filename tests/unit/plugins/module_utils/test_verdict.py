@@ -9,7 +9,9 @@ from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
     TIERS = yaml.safe_load(handle)['tier_profile_tiers']
-T400 = TIERS['400G']['thresholds']
+P400 = TIERS['400G']
+T400 = P400['thresholds']
+PAIR = TIERS['roce-pair-2x100g']
 
 
 def bw(subject, value, metric='ib_send_bw_gbs', kind='perftest_bw'):
@@ -52,7 +54,7 @@ def test_malformed_thresholds_are_named():
 
 
 def test_healthy_node_is_bucket_a():
-    result = verdict.node_verdict([bw('mlx5_%d' % i, 47.1) for i in range(8)], [], T400)
+    result = verdict.node_verdict([bw('mlx5_%d' % i, 47.1) for i in range(8)], [], P400)
     assert result['bucket'] == 'A' and result['causes'] == []
     assert result['counts']['healthy'] == 8
 
@@ -63,7 +65,7 @@ def test_one_slow_nic_with_degraded_pcie_is_c_with_pcie_cause():
     measurements[3]['value'] = 41.0
     findings = [{'check': 'pcie_link', 'subject': 'mlx5_0', 'status': 'reject', 'actual': 'LnkSta 16GT/s x16, LnkCap 32GT/s x16',
                  'detail': 'NIC mlx5_0 at 0000:1b:00.0: LnkSta 16GT/s x16, LnkCap 32GT/s x16'}]
-    result = verdict.node_verdict(measurements, findings, T400)
+    result = verdict.node_verdict(measurements, findings, P400)
     assert result['bucket'] == 'C'
     causes = dict((c['subjects'][0], c) for c in result['causes'] if c['cause'] == 'single_nic_slow')
     assert set(causes) == {'mlx5_0', 'mlx5_3'}
@@ -75,7 +77,7 @@ def test_one_slow_nic_with_degraded_pcie_is_c_with_pcie_cause():
 def test_all_nics_ten_percent_slow_is_platform_tuning():
     findings = [{'check': 'governor', 'subject': 'cpu', 'status': 'marginal', 'detail': 'CPU governor powersave, expected performance'},
                 {'check': 'hugepages', 'subject': 'hugepages', 'status': 'marginal', 'detail': 'HugePages_Total 0, expected 128'}]
-    result = verdict.node_verdict([bw('mlx5_%d' % i, 42.0 + i * 0.1) for i in range(8)], findings, T400)
+    result = verdict.node_verdict([bw('mlx5_%d' % i, 42.0 + i * 0.1) for i in range(8)], findings, P400)
     assert result['bucket'] in ('B', 'C')
     platform = [c for c in result['causes'] if c['cause'] == 'platform_tuning']
     assert platform and 'powersave' in platform[0]['detail'] and 'HugePages_Total 0' in platform[0]['detail']
@@ -85,23 +87,24 @@ def test_all_nics_ten_percent_slow_is_platform_tuning():
 def test_iperf_fine_but_rdma_slow_points_at_memlock_gid_pfc():
     measurements = [bw('mlx5_%d' % i, 30.0) for i in range(2)] + [
         {'id': 'iperf3', 'metric': 'iperf3_gbps', 'subject': 'peer', 'value': 360.0, 'unit': 'Gb/s', 'kind': 'iperf3'}]
-    result = verdict.node_verdict(measurements, [], T400)
+    result = verdict.node_verdict(measurements, [], P400)
     assert result['bucket'] == 'C'
     assert any(c['cause'] == 'rdma_specific' and 'memlock' in c['detail'] for c in result['causes'])
 
 
 def test_nccl_socket_fallback_named():
     measurements = [{'id': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'value': 2.1, 'unit': 'GB/s', 'kind': 'nccl'}]
-    result = verdict.node_verdict(measurements, [], T400, {'nccl_transport': 'Socket'})
+    result = verdict.node_verdict(measurements, [], P400, {'nccl_transport': 'Socket'})
     assert result['bucket'] == 'C'
-    assert result['causes'][-1]['cause'] == 'nccl_socket_fallback' or any('NET/Socket' in c['detail'] for c in result['causes'])
+    fallback = [c for c in result['causes'] if c['cause'] == 'nccl_socket_fallback']
+    assert fallback and 'NET/Socket' in fallback[0]['detail'] and 'NET/IB' in fallback[0]['detail']
+    assert [c['cause'] for c in result['causes']] == ['nccl_socket_fallback']
 
 
 def test_firmware_throttle_on_roce_pair():
-    pair = TIERS['roce-pair-2x100g']['thresholds']
     measurements = [bw('rocep1s0f1', 14.2, metric='ib_write_bw_gbps')]
     measurements[0]['unit'] = 'Gb/s'
-    result = verdict.node_verdict(measurements, [], pair)
+    result = verdict.node_verdict(measurements, [], PAIR)
     assert result['bucket'] == 'C'
     assert any(c['cause'] == 'firmware_throttle' and 'rocep1s0f1' in c['detail'] for c in result['causes'])
 
@@ -109,14 +112,16 @@ def test_firmware_throttle_on_roce_pair():
 def test_gpu_missing_is_c_with_hardware_cause():
     findings = [{'check': 'gpu_count', 'subject': 'gpus', 'status': 'reject', 'detail': '7 of 8 GPUs visible to nvidia-smi'},
                 {'check': 'gpu_xid', 'subject': '0000:3b:00.0', 'status': 'reject', 'detail': 'kernel log: NVRM: Xid 79'}]
-    result = verdict.node_verdict([], findings, T400)
+    result = verdict.node_verdict([], findings, P400)
     assert result['bucket'] == 'C' and result['causes'][0]['cause'] == 'gpu_hardware'
 
 
 def test_info_measurements_do_not_change_the_bucket_and_untestable_is_b():
     info = {'id': 'x', 'metric': 'not_in_profile', 'subject': 's', 'value': 1.0}
-    assert verdict.node_verdict([info, bw('mlx5_0', 47.0)], [], T400)['bucket'] == 'A'
+    assert verdict.node_verdict([info, bw('mlx5_0', 47.0)], [], P400)['bucket'] == 'A'
     broken = dict(bw('mlx5_0', None), error="Couldn't connect to 10.0.0.2:18515")
-    assert verdict.node_verdict([broken], [], T400)['bucket'] == 'C'
+    result = verdict.node_verdict([broken], [], P400)
+    assert result['bucket'] == 'B' and result['tests'][0]['status'] == 'unknown'
+    assert [c['cause'] for c in result['causes']] == ['measurement_incomplete']
     unknown = [{'check': 'tool', 'subject': 'firmware', 'status': 'unknown', 'detail': 'flint missing'}]
-    assert verdict.node_verdict([bw('mlx5_0', 47.0)], unknown, T400)['bucket'] == 'B'
+    assert verdict.node_verdict([bw('mlx5_0', 47.0)], unknown, P400)['bucket'] == 'B'
