@@ -77,6 +77,9 @@ def check_gpus(gpu, profile):
 
 
 def check_ports(rdma, profile, live_only=False):
+    if rdma is None:
+        # rdma_info gave nothing: its 'tool' finding says so; 0 Active ports would blame the node for our failure.
+        return []
     findings = []
     nics = profile.get('nics') or {}
     rate = nics.get('rate_gbps')

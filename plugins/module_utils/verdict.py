@@ -689,11 +689,10 @@ def unexplained(results, explained):
         measured = entry.get('as_printed') or entry.get('actual')
         if measured is None and entry.get('value') is not None:
             measured = '%s %s' % (_fmt(entry['value']), entry.get('unit') or '')
-        causes.append({'cause': 'unexplained', 'subjects': [str(entry.get('subject'))] if entry.get('subject') else [],
-                       'detail': '%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it '
-                                 'and investigate this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
-                                                                 str(measured or entry.get('detail') or '?').strip(),
-                                                                 entry.get('expected') or '?')})
+        detail = ('%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it and investigate '
+                  'this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
+                                   str(measured or entry.get('detail') or '?').strip(), entry.get('expected') or '?'))
+        causes.append({'cause': 'unexplained', 'detail': detail, 'subjects': [str(entry.get('subject'))] if entry.get('subject') else []})
     return causes
 
 
