@@ -7,11 +7,12 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 name: verdict_profile_errors
-short_description: What makes a tier profile's thresholds or cause rules unusable for the verdict
+short_description: What makes a tier profile's thresholds, cause rules or preflight checks unusable
 version_added: 0.1.0
 description:
-  - Checks every threshold (exactly one of C(reject_below) / C(reject_above), numeric C(healthy) bounds) and every
-    C(cause_rules) setting (each known key present, a fraction between 0 and 1) of a resolved tier profile.
+  - Checks every threshold (exactly one of C(reject_below) / C(reject_above), numeric C(healthy) bounds), every
+    C(cause_rules) setting (each known key present, a fraction between 0 and 1) and every C(preflight) check setting
+    (a known check, a severity of marginal or reject, its expectation) of a resolved tier profile.
   - Returns plain sentences, one per problem; an empty list means node_verdict can use the profile.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -35,9 +36,14 @@ _value:
   elements: str
 '''
 
+from ansible_collections.gpufleet.netval.plugins.module_utils.preflight import preflight_errors
 from ansible_collections.gpufleet.netval.plugins.module_utils.verdict import profile_errors
+
+
+def verdict_profile_errors(profile):
+    return profile_errors(profile) + preflight_errors(profile)
 
 
 class FilterModule(object):
     def filters(self):
-        return {'verdict_profile_errors': profile_errors}
+        return {'verdict_profile_errors': verdict_profile_errors}

@@ -170,7 +170,7 @@ def test_our_own_failures_never_give_bucket_c():
     assert result['bucket'] == 'B'
     assert [c['cause'] for c in result['causes']] == ['measurement_incomplete']
     detail = result['causes'][0]['detail']
-    for words in ("not the node's fault", 'install the missing tool', 'datacenter-gpu-manager', 'free the port', 'server is busy',
+    for words in ('not held against the node', 'install the missing tool', 'datacenter-gpu-manager', 'free the port', 'server is busy',
                   'our time limit ran out', 'could not be read', 'no result rows'):
         assert words in detail, (words, detail)
     statuses = dict((m['id'], (m['status'], m['error_class'], m['error_side'])) for m in result['tests'] if m['value'] is None)

@@ -10,7 +10,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, dcgmi, kernel_log, measurements, nccl, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, dcgmi, kernel_log, measurements, nccl, nvidia, preflight, verdict
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -69,6 +69,16 @@ def dcgmi_figures(name, shared=False):
     return measurements.measurement(dcgmi.parse_dcgmi_diag(text), 'dcgmi', 'gpus', 'dcgmi_diag', multi=True)
 
 
+H100 = 'nvidia-smi/nvidia_smi_q_535.161.08_8xH100_sxm_healthy_gpud.txt'
+
+
+def worn_h100s():
+    """gpu_info's GPUs from a real 8x H100 capture, one GPU with correctable errors above the tier's limit."""
+    gpu = nvidia.parse_nvidia_smi_q(fixtures.shared(H100))
+    gpu['gpus'][1]['ecc_errors']['aggregate']['correctable_total'] = 250
+    return gpu
+
+
 def with_rules(profile, **settings):
     changed = copy.deepcopy(profile)
     changed['cause_rules'].update(settings)
@@ -90,6 +100,10 @@ CASES = {
             facts(gpu_count=7, xid_log='kernel_log/dmesg_xid79_fallen_off_bus_and_nvswitch_sxid_gpud_readme.txt'), P400)),
         ['gpus'], ['7 of 8 GPUs', 'Xid', 'return the node'],
         lambda: run(found=preflight.preflight_findings(facts(), P400))),
+    'gpu_memory_wear': (
+        lambda: run(found=preflight.check_gpu_memory(worn_h100s(), P400)),
+        ['0000:3b:00.0'], ['250 correctable ECC errors (limit 100)', 'nvidia-smi -r'],
+        lambda: run(found=preflight.check_gpu_memory(nvidia.parse_nvidia_smi_q(fixtures.shared(H100)), P400))),
     'gpu_diagnostics': (
         lambda: run(dcgmi_figures('dcgmi/dcgmi_diag_r2_dcgm3.3.1_gpu_memory_fail_gpu0_wrapped_warning_godcgm52_truncated.txt')),
         ['GPU Memory'], ['GPU Memory: fail on GPU 0', 'do not accept'],
@@ -173,7 +187,7 @@ CASES = {
     'measurement_incomplete': (
         lambda: run(rdma([47.0] * 7), context={'expected': [{'id': 'ib_send_bw_gbs:%s' % h, 'metric': 'ib_send_bw_gbs', 'subject': h,
                                                              'test': 'ib_send_bw', 'reason': None} for h in HCAS]}),
-        ['mlx5_7'], ['ib_send_bw per HCA on mlx5_7: not measured', 'not the node\'s fault', 'tier_tests run log'],
+        ['mlx5_7'], ['ib_send_bw per HCA on mlx5_7: not measured', 'not held against the node', 'tier_tests run log'],
         lambda: run(rdma([47.0] * 8), context={'expected': [{'id': 'ib_send_bw_gbs:%s' % h, 'metric': 'ib_send_bw_gbs', 'subject': h,
                                                              'test': 'ib_send_bw', 'reason': None} for h in HCAS]})),
     'unexplained': (
