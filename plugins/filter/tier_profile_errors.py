@@ -13,8 +13,8 @@ description:
   - Returns plain sentences, empty when the profile is fine, for every test it names that the catalogue does not know,
     every metric of an enabled test without a threshold (unless the tool grades itself or the test lists it under
     C(ungraded)), every threshold of an unknown metric or in another unit than the catalogue's, every malformed threshold
-    (exactly one of C(reject_below) / C(reject_above), numeric C(healthy) bounds) and every missing or out-of-range
-    C(cause_rules) setting.
+    (exactly one of C(reject_below) / C(reject_above), numeric C(healthy) bounds), every missing or out-of-range
+    C(cause_rules) setting and every malformed C(preflight) check setting (a known check, a severity, its expectation).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -40,14 +40,14 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, preflight, verdict
 
 
 def tier_profile_errors(profile, tier=None):
     errors = catalogue.profile_errors(profile, tier)
     if isinstance(profile, dict):
         where = 'tier %s' % tier if tier else 'the tier profile'
-        errors += ['%s: %s' % (where, problem) for problem in verdict.profile_errors(profile)]
+        errors += ['%s: %s' % (where, problem) for problem in verdict.profile_errors(profile) + preflight.preflight_errors(profile)]
     return errors
 
 

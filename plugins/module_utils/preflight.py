@@ -16,6 +16,8 @@ verdict and evidence.  No Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpufleet.netval.plugins.module_utils.rdma import STATE_ACTIVE
 from ansible_collections.gpufleet.netval.plugins.module_utils.verdict import HEALTHY, MARGINAL, REJECT, UNKNOWN
 
@@ -61,22 +63,85 @@ def check_gpus(gpu, profile):
                                 'kernel log: %s' % (event.get('line') or event.get('message') or 'Xid %s' % code).strip(),
                                 blocking=True, verbatim=[event.get('line')] if event.get('line') else None))
     for entry in gpu.get('gpus') or []:
-        ecc = entry.get('ecc_errors') or {}
-        uncorrectable = 0
-        for scope in ('volatile', 'aggregate'):
-            for key, value in (ecc.get(scope) or {}).items():
-                if 'uncorrectable' in key or 'double' in key:
-                    uncorrectable += value or 0
+        subject = entry.get('bus_id') or str(entry.get('index'))
+        uncorrectable = _ecc_total(entry, 'uncorrectable_total')
         remap = entry.get('remapped_rows') or {}
-        if uncorrectable or remap.get('pending') or remap.get('failure'):
-            findings.append(finding('gpu_ecc', entry.get('bus_id') or str(entry.get('index')), REJECT, 'no uncorrectable ECC errors',
-                                    '%s uncorrectable' % uncorrectable,
-                                    'GPU %s: %s uncorrectable ECC errors, remapping pending=%s failure=%s'
-                                    % (entry.get('bus_id'), uncorrectable, remap.get('pending'), remap.get('failure'))))
+        if uncorrectable or remap.get('failure'):
+            findings.append(finding('gpu_ecc', subject, REJECT, 'no uncorrectable ECC errors', '%s uncorrectable' % uncorrectable,
+                                    'GPU %s: %s uncorrectable ECC errors, row remapping failure=%s'
+                                    % (subject, uncorrectable, remap.get('failure'))))
+    return findings
+
+
+def _ecc_total(gpu, key):
+    """The larger of the volatile and aggregate ECC count ``key`` (0 when nvidia-smi reports neither)."""
+    ecc = gpu.get('ecc_errors') or {}
+    return max([(ecc.get(scope) or {}).get(key) or 0 for scope in ('volatile', 'aggregate')])
+
+
+# The checks a tier's ``preflight:`` mapping configures, with what each entry needs besides its severity.
+CONFIGURED_CHECKS = {
+    'hugepages_cmdline': {'default_size': 'a page size such as 1G or 2M, or null for any'},
+    'firmware_min_version': {'versions': 'a mapping of NIC model (PSID or part number) to its minimum firmware version'},
+    'firmware_uniform': {},
+    'gpu_ecc_correctable': {'max': 'the most correctable ECC errors a GPU may have at delivery'},
+    'gpu_pages_pending': {},
+}
+
+
+def preflight_errors(profile):
+    """What makes a tier's ``preflight:`` mapping unusable: plain sentences, empty when fine."""
+    checks = (profile or {}).get('preflight') or {}
+    if not isinstance(checks, dict):
+        return ['preflight must be a mapping of check name to its settings, got %r' % (checks,)]
+    errors = []
+    for check in sorted(checks):
+        spec = checks[check]
+        if check not in CONFIGURED_CHECKS:
+            errors.append('preflight.%s is not a configurable check (known: %s)' % (check, ', '.join(sorted(CONFIGURED_CHECKS))))
+            continue
+        if spec is None:
+            continue
+        if not isinstance(spec, dict) or spec.get('severity') not in (MARGINAL, REJECT):
+            errors.append('preflight.%s.severity must be marginal or reject' % check)
+            continue
+        for key, meaning in sorted(CONFIGURED_CHECKS[check].items()):
+            if key not in spec:
+                errors.append('preflight.%s.%s is missing: %s' % (check, key, meaning))
+    return errors
+
+
+def _spec(profile, check):
+    """A preflight check's profile entry ({..., severity}), or None when the tier does not run it."""
+    return (profile.get('preflight') or {}).get(check)
+
+
+def check_gpu_memory(gpu, profile):
+    """Correctable ECC errors above the profile's limit, and retired pages or remapped rows waiting for a GPU reset."""
+    findings = []
+    correctable = _spec(profile, 'gpu_ecc_correctable')
+    pending = _spec(profile, 'gpu_pages_pending')
+    for entry in (gpu or {}).get('gpus') or []:
+        subject = entry.get('bus_id') or str(entry.get('index'))
+        if correctable:
+            count = _ecc_total(entry, 'correctable_total')
+            status = HEALTHY if count <= correctable['max'] else correctable['severity']
+            findings.append(finding('gpu_ecc_correctable', subject, status, '<= %s correctable ECC errors' % correctable['max'], count,
+                                    'GPU %s: %s correctable ECC errors (limit %s)' % (subject, count, correctable['max'])))
+        if pending:
+            waiting = [name for name, value in (('retired pages', (entry.get('retired_pages') or {}).get('pending')),
+                                                ('remapped rows', (entry.get('remapped_rows') or {}).get('pending'))) if value]
+            findings.append(finding('gpu_pages_pending', subject, pending['severity'] if waiting else HEALTHY, 'nothing pending',
+                                    ', '.join(waiting) or 'nothing pending',
+                                    'GPU %s: %s pending (a GPU reset applies them)' % (subject, ' and '.join(waiting))
+                                    if waiting else 'GPU %s: no retirement or remapping pending' % subject))
     return findings
 
 
 def check_ports(rdma, profile, live_only=False):
+    if rdma is None:
+        # rdma_info gave nothing: its 'tool' finding says so; 0 Active ports would blame the node for our failure.
+        return []
     findings = []
     nics = profile.get('nics') or {}
     rate = nics.get('rate_gbps')
@@ -203,6 +268,89 @@ def check_host(host, profile):
     return findings
 
 
+_PAGE_SIZE_KIB = {'K': 1, 'M': 1024, 'G': 1024 * 1024}
+
+
+def page_size_kib(text):
+    """'1G' -> 1048576, '2M' -> 2048, '2048K' -> 2048 (the kernel's hugepagesz syntax); None when it is not one."""
+    text = str(text or '').strip().upper().rstrip('B')
+    if text[-1:] in _PAGE_SIZE_KIB and text[:-1].isdigit():
+        return int(text[:-1]) * _PAGE_SIZE_KIB[text[-1]]
+    return None
+
+
+def requested_hugepages(tokens):
+    """{page size in KiB, or None for the default size: count} that kernel cmdline tokens reserve, in the kernel's order.
+
+    ``hugepages=N`` applies to the ``hugepagesz=`` before it, or to the default size when none came before.
+    """
+    pools = {}
+    size = None
+    for token in tokens or []:
+        key, _sep, value = token.partition('=')
+        if key == 'hugepagesz':
+            size = page_size_kib(value)
+        elif key == 'hugepages' and value.isdigit():
+            pools[size] = int(value)
+    return pools
+
+
+def check_hugepages_cmdline(host, profile):
+    """The kernel cmdline's hugepage tokens agree with the pools the kernel reserved, at the profile's default page size."""
+    spec = _spec(profile, 'hugepages_cmdline')
+    if spec is None or host is None:
+        return []
+    findings = []
+    hugepages = host.get('hugepages') or {}
+    default_kib = (hugepages.get('page_size_bytes') or 0) // 1024 or None
+    wanted = page_size_kib(spec.get('default_size')) if spec.get('default_size') else None
+    if wanted and default_kib:
+        status = HEALTHY if default_kib == wanted else spec['severity']
+        findings.append(finding('hugepages_cmdline', 'default_hugepagesz', status, '%s kB' % wanted, '%s kB' % default_kib,
+                                'default hugepage size %s kB (Hugepagesize), expected %s kB (default_hugepagesz=%s)'
+                                % (default_kib, wanted, spec['default_size'])))
+    pools = dict((int(size), count) for size, count in (hugepages.get('pools_kib') or {}).items())
+    tokens = (host.get('cmdline') or {}).get('tokens') or []
+    for size, count in sorted(requested_hugepages(tokens).items(), key=lambda kv: kv[0] or 0):
+        size = size or default_kib
+        have = pools.get(size)
+        findings.append(finding('hugepages_cmdline', 'hugepages-%skB' % size, HEALTHY if have == count else spec['severity'],
+                                count, have, 'kernel cmdline reserves %s hugepages of %s kB, the pool has %s' % (count, size, have)))
+    return findings
+
+
+def _version(text):
+    return tuple(int(part) for part in re.findall(r'\d+', str(text or '')))
+
+
+def check_firmware(firmware, profile):
+    """Each NIC at or above its model's minimum firmware (contract data, by PSID or part number); one version per model."""
+    minimum = _spec(profile, 'firmware_min_version')
+    uniform = _spec(profile, 'firmware_uniform')
+    findings = []
+    by_model = {}
+    for device, info in sorted(((firmware or {}).get('devices') or {}).items()):
+        fw = info.get('firmware') or {}
+        # A newly burnt image is not active until the NIC resets: the running one is what the tests used.
+        version = fw.get('fw_version_running') or fw.get('fw_version')
+        model = fw.get('psid') or fw.get('part_number')
+        if not version or not model:
+            continue
+        by_model.setdefault(model, []).append((device, version))
+        versions = (minimum or {}).get('versions') or {}
+        floor = versions.get(fw.get('psid')) or versions.get(fw.get('part_number'))
+        if floor:
+            status = HEALTHY if _version(version) >= _version(floor) else minimum['severity']
+            findings.append(finding('firmware_min_version', device, status, '>= %s' % floor, version,
+                                    '%s (%s) runs firmware %s, the contract needs %s or later' % (device, model, version, floor)))
+    for model, devices in sorted(by_model.items()) if uniform else []:
+        seen = sorted(set(version for _device, version in devices), key=_version)
+        findings.append(finding('firmware_uniform', model, HEALTHY if len(seen) == 1 else uniform['severity'], 'one version',
+                                ', '.join(seen), 'NICs of model %s run firmware %s' % (
+                                    model, ', '.join('%s %s' % pair for pair in devices) if len(seen) > 1 else seen[0])))
+    return findings
+
+
 def check_nic_tuning(nic, firmware, profile):
     findings = []
     spec = profile.get('nic_tuning') or {}
@@ -220,10 +368,6 @@ def check_nic_tuning(nic, firmware, profile):
         if spec.get('cqe_compression') and cqe:
             status = HEALTHY if cqe.get('enabled') else MARGINAL
             findings.append(finding('cqe_compression', device, status, 'enabled', cqe.get('value'), '%s CQE_COMPRESSION %s' % (device, cqe.get('value'))))
-        wanted = (profile.get('firmware') or {}).get('version')
-        have = (info.get('firmware') or {}).get('fw_version')
-        if wanted and have:
-            findings.append(finding('firmware', device, HEALTHY if have == wanted else MARGINAL, wanted, have, '%s firmware %s' % (device, have)))
     return findings
 
 
@@ -264,7 +408,10 @@ def preflight_findings(facts, profile):
     findings += check_ports(facts.get('rdma'), profile, live_only)
     findings += check_pcie(facts.get('pcie'), profile, facts.get('rdma'))
     findings += check_host(facts.get('host'), profile)
+    findings += check_hugepages_cmdline(facts.get('host'), profile)
     findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile)
+    findings += check_firmware(facts.get('firmware'), profile)
+    findings += check_gpu_memory(facts.get('gpu'), profile)
     return findings
 
 

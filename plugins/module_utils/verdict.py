@@ -63,9 +63,11 @@ NCCL_WRONG = 'nccl_wrong'
 # Preflight checks (plugins/module_utils/preflight.py) each cause reads.  A check in no group is still
 # named, by the catch-all rule, when it is marginal or reject.
 GPU_HARDWARE_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc')
+GPU_MEMORY_WEAR_CHECKS = ('gpu_ecc_correctable', 'gpu_pages_pending')
 NIC_LINK_CHECKS = ('port_state', 'port_rate', 'nic_count')
-PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'governor', 'no_turbo', 'memlock')
-HOST_CONFIGURATION_CHECKS = PLATFORM_TUNING_CHECKS + ('modules', 'cqe_compression', 'rx_ring', 'channels', 'firmware')
+PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'hugepages_cmdline', 'governor', 'no_turbo', 'memlock')
+HOST_CONFIGURATION_CHECKS = PLATFORM_TUNING_CHECKS + ('modules', 'cqe_compression', 'rx_ring', 'channels', 'firmware_min_version',
+                                                      'firmware_uniform')
 
 # Families whose figures a slow NIC or a slow platform drags down with it.
 THROUGHPUT_FAMILIES = ('gdr_bw', 'aggregate_bw', 'tcp', 'nccl')
@@ -80,6 +82,8 @@ OUR_SIDE_FIXES = {
     'parse_error': 'the tool\'s output could not be read: keep the raw output from the evidence bundle and report it against the parser',
     'not_measured': 'the test plan expected this figure but no test produced it: check the tier_tests run log',
     'transport_unknown': 'run nccl-tests with NCCL_DEBUG=INFO so the log names NET/IB or NET/Socket',
+    # The plan knew up front (its reason says why): nothing to fix in the run itself.
+    'not_measurable': 'the test plan could not include it; resolve the reason given, then re-run',
 }
 DEFAULT_OUR_SIDE_FIX = 'read the error, fix the test setup on our side and re-run'
 
@@ -441,6 +445,15 @@ def rule_gpu_hardware(results, _found):
                    [f.get('subject') for f in bad], bad)]
 
 
+def rule_gpu_memory_wear(results, _found):
+    bad = results.findings_of(GPU_MEMORY_WEAR_CHECKS)
+    if not bad:
+        return []
+    return [_cause('gpu_memory_wear', 'GPU memory shows wear at delivery: %s. Reset the GPU (nvidia-smi -r) to apply pending '
+                   'retirements or remappings and re-test; ask the provider if the counts grow.' % _details(bad),
+                   [f.get('subject') for f in bad], bad)]
+
+
 def rule_gpu_diagnostics(results, _found):
     bad = results.tests_of(('gpu_diag',))
     if not bad:
@@ -638,12 +651,15 @@ def rule_measurement_incomplete(results, _found):
         lines.append('%s: %s' % (_failure_line(entry), fix))
     for entry in findings:
         lines.append('%s (%s): %s' % (entry.get('check'), entry.get('subject'), str(entry.get('detail') or 'unavailable').rstrip('.')))
-    return [_cause('measurement_incomplete', 'Not everything could be measured, which is not the node\'s fault; fix on our side and '
-                   're-run: %s.' % '; '.join(lines), [e.get('subject') for e in tests + findings], tests + findings)]
+    return [_cause('measurement_incomplete', 'Not everything could be measured, and a gap is not held against the node (it is not '
+                   'a shortfall the provider must answer for); fix on our side and re-run: %s.' % '; '.join(lines),
+                   [e.get('subject') for e in tests + findings], tests + findings)]
 
 
 CAUSE_RULES = (
     CauseRule('gpu_hardware', 'a GPU count, Xid or ECC finding is marginal or reject', (), rule_gpu_hardware),
+    CauseRule('gpu_memory_wear', 'a GPU has more correctable ECC errors than the profile allows, or pages or rows pending', (),
+              rule_gpu_memory_wear),
     CauseRule('gpu_diagnostics', 'a dcgmi diag test (gpu_diag family) warns or fails', (), rule_gpu_diagnostics),
     CauseRule('link_instability', 'a link went down or a module event was logged during the tests', (), rule_link_instability),
     CauseRule('nic_link', 'an RDMA port is not Active, below its rate, or fewer ports are Active than the tier needs', (), rule_nic_link),
@@ -689,11 +705,10 @@ def unexplained(results, explained):
         measured = entry.get('as_printed') or entry.get('actual')
         if measured is None and entry.get('value') is not None:
             measured = '%s %s' % (_fmt(entry['value']), entry.get('unit') or '')
-        causes.append({'cause': 'unexplained', 'subjects': [str(entry.get('subject'))] if entry.get('subject') else [],
-                       'detail': '%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it '
-                                 'and investigate this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
-                                                                 str(measured or entry.get('detail') or '?').strip(),
-                                                                 entry.get('expected') or '?')})
+        detail = ('%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it and investigate '
+                  'this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
+                                   str(measured or entry.get('detail') or '?').strip(), entry.get('expected') or '?'))
+        causes.append({'cause': 'unexplained', 'detail': detail, 'subjects': [str(entry.get('subject'))] if entry.get('subject') else []})
     return causes
 
 

@@ -1,10 +1,12 @@
 """Verdict engine: thresholds from the shipped tier data, buckets and likely causes."""
+import copy
 import os
 
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, dcgmi, measurements, nccl, preflight, runner, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -125,3 +127,201 @@ def test_info_measurements_do_not_change_the_bucket_and_untestable_is_b():
     assert [c['cause'] for c in result['causes']] == ['measurement_incomplete']
     unknown = [{'check': 'tool', 'subject': 'firmware', 'status': 'unknown', 'detail': 'flint missing'}]
     assert verdict.node_verdict([bw('mlx5_0', 47.0)], unknown, P400)['bucket'] == 'B'
+
+
+# --- Policy: statuses, completeness, could-not-measure, NCCL transport, every bad result named --------------------
+
+SUPERBENCH = 'perftest/ib_write_bw_loopback_8M_interleaved_server_client_superbench.txt'
+
+
+def figure(metric, subject, value, **extra):
+    entry = {'id': '%s:%s' % (metric, subject), 'kind': None, 'metric': metric, 'subject': subject, 'peer': 'peer01',
+             'peer_device': subject, 'value': value, 'unit': catalogue.unit(metric), 'as_printed': None, 'verbatim': [],
+             'cmd': None, 'error': None, 'error_class': None, 'error_side': None, 'raw': ''}
+    entry.update(extra)
+    return entry
+
+
+def healthy_400g_node():
+    return ([figure('ib_send_bw_gbs', 'mlx5_%d' % i, 47.0) for i in range(8)]
+            + [figure('iperf3_gbps', '10.0.10.2', 362.0), figure('all_nics_gbs', 'all NICs', 371.0)])
+
+
+def with_failure_shape(entry, error_class, error_side):
+    """What the modules' one failure shape adds to a measurement (error_class, error_side)."""
+    return dict(entry, error_class=error_class, error_side=error_side)
+
+
+def test_our_own_failures_never_give_bucket_c():
+    missing_dcgmi = measurements.run_measurements(
+        {'failed': True, 'missing_tool': True, 'tool': 'dcgmi',
+         'msg': "node01: required tool 'dcgmi' was not found on PATH; %s" % runner.package_hint('dcgmi')},
+        {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
+    busy = figure('iperf3_gbps', '10.0.10.2', None,
+                  error=fixtures.local('iperf3/iperf3_3.12_error_busy_text_netns_veth.txt').strip())
+    timeout = figure('ib_send_bw_gbs', 'mlx5_7', None, error='node01: `ib_send_bw -d mlx5_7 10.0.10.2` timed out after 120 s')
+    cut = '\n'.join(fixtures.shared(SUPERBENCH).splitlines()[:16])  # the capture cut before its result rows
+    unreadable, = measurements.run_measurements({'stdout': cut, 'rc': 0, 'perftest': parse_perftest(cut), 'cmd': 'ib_send_bw -d mlx5_6'},
+                                                {'test': 'ib_send_bw', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_6'})
+    ours = ([with_failure_shape(m, 'tool_missing', 'ours') for m in missing_dcgmi] + [with_failure_shape(busy, 'port_in_use', 'ours'),
+            with_failure_shape(timeout, 'timeout', 'unknown'), with_failure_shape(unreadable, 'parse_error', 'ours')])
+    node = [m for m in healthy_400g_node() if m['subject'] not in ('mlx5_6', 'mlx5_7') and m['metric'] != 'iperf3_gbps']
+    result = verdict.node_verdict(node + ours, [], P400, {'nccl_transport': None})
+    assert result['bucket'] == 'B'
+    assert [c['cause'] for c in result['causes']] == ['measurement_incomplete']
+    detail = result['causes'][0]['detail']
+    for words in ('not held against the node', 'install the missing tool', 'datacenter-gpu-manager', 'free the port', 'server is busy',
+                  'our time limit ran out', 'could not be read', 'no result rows'):
+        assert words in detail, (words, detail)
+    statuses = dict((m['id'], (m['status'], m['error_class'], m['error_side'])) for m in result['tests'] if m['value'] is None)
+    assert statuses == {'dcgmi_diag:gpus': ('unknown', 'tool_missing', 'ours'), 'iperf3_gbps:10.0.10.2': ('unknown', 'port_in_use', 'ours'),
+                        'ib_send_bw_gbs:mlx5_7': ('unknown', 'timeout', 'unknown'), 'ib_send_bw_gbs:mlx5_6': ('unknown', 'parse_error', 'ours')}
+    assert result['counts']['unknown'] == 4 and result['counts']['reject'] == 0
+
+
+def test_a_node_side_failure_is_unknown_not_a_reject():
+    failed = figure('gdr_bw_gbs', 'mlx5_0', None, error='CUDA/GPUDirect unavailable', error_class='cuda_unavailable', error_side='node')
+    result = verdict.node_verdict(healthy_400g_node() + [failed], [], P400)
+    assert result['bucket'] == 'B' and result['tests'][-1]['status'] == 'unknown'
+    assert [c['cause'] for c in result['causes']] == ['node_side_failure']
+
+
+def test_unknown_findings_are_b_on_our_side():
+    findings = [{'check': 'peer_health', 'subject': 'peer01', 'status': 'unknown', 'blocking': True, 'expected': 'a healthy known-good peer',
+                 'actual': 'none reachable with an Active RDMA port',
+                 'detail': "no healthy known-good peer: the node could not be measured (not the node's fault)"}]
+    facts = {'pcie': None, 'host': None, 'gpu': None, 'firmware': None,
+             'rdma': {'failed': True, 'msg': "node01: required tool 'ibstat' was not found on PATH; install package infiniband-diags"},
+             'nic': {'failed': True, 'msg': "node01: required tool 'ethtool' was not found on PATH; install package ethtool"}}
+    findings += preflight.preflight_findings(facts, P400)
+    result = verdict.node_verdict([], findings, P400)
+    assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['measurement_incomplete']
+    detail = result['causes'][0]['detail']
+    assert 'peer_health (peer01)' in detail and "'ethtool' was not found" in detail and "'ibstat' was not found" in detail
+    assert not [f for f in result['findings'] if f['status'] == 'reject']  # no '0 of 8 ports Active' for a tool we lack
+
+
+def expected(metric, subject, reason=None):
+    return {'id': '%s:%s' % (metric, subject), 'metric': metric, 'subject': subject, 'test': catalogue.test_of_metric(metric), 'reason': reason}
+
+
+def test_a_node_is_a_only_when_every_expected_figure_exists_and_is_healthy():
+    dcgmi_figures = measurements.run_measurements(
+        dcgmi.parse_dcgmi_diag(fixtures.shared('dcgmi/dcgmi_diag_r3_dcgm3.0.4_deployment_pass_dcgm55_truncated.txt')),
+        {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
+    plan = ([expected('ib_send_bw_gbs', 'mlx5_%d' % i) for i in range(8)] + [expected('iperf3_gbps', '10.0.10.2'),
+            expected('all_nics_gbs', 'all NICs'), expected('dcgmi_diag', None)])
+    node = healthy_400g_node() + dcgmi_figures
+    assert verdict.node_verdict(node, [], P400, {'expected': plan})['bucket'] == 'A'
+    gdr_plan = plan + [expected('gdr_bw_gbs', 'mlx5_3', reason='no NUMA-local GPU for mlx5_3')]
+    result = verdict.node_verdict(node, [], P400, {'expected': gdr_plan})
+    missing = [t for t in result['tests'] if t['status'] == 'unknown']
+    assert result['bucket'] == 'B' and [(t['metric'], t['subject'], t['error'], t['test']) for t in missing] == [
+        ('gdr_bw_gbs', 'mlx5_3', 'no NUMA-local GPU for mlx5_3', 'gdr')]
+    assert missing[0]['expected'].startswith('healthy >= 45 GB/s')
+    assert 'no NUMA-local GPU for mlx5_3' in result['causes'][0]['detail']
+    without_dcgmi = verdict.node_verdict(healthy_400g_node(), [], P400, {'expected': plan})
+    assert without_dcgmi['bucket'] == 'B' and [t['error'] for t in without_dcgmi['tests'] if t['status'] == 'unknown'] == ['not measured']
+
+
+def test_nccl_transport_is_graded_where_the_tier_requires_ib():
+    text = fixtures.local('nccl/all_reduce_perf_h100_ring_512M_8G_healthy_avg95_nccltests252.txt')
+    parsed = nccl.parse_nccl_tests(text)
+    assert parsed['transport'] is None  # this capture has no NCCL_DEBUG=INFO lines
+    figures = measurements.run_measurements(dict(parsed, stdout=text),
+                                            {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': 8589934592})
+    unknown = verdict.node_verdict(figures, [], TIERS['800G'], {'nccl_transport': parsed['transport']})
+    entry = [t for t in unknown['tests'] if t['metric'] == verdict.NCCL_TRANSPORT][0]
+    assert (entry['status'], entry['error_class'], entry['expected']) == ('unknown', 'transport_unknown', 'NET/IB')
+    assert unknown['bucket'] == 'B' and 'NCCL_DEBUG=INFO' in unknown['causes'][0]['detail']
+    ib = verdict.node_verdict(figures, [], TIERS['800G'], {'nccl_transport': 'IB'})
+    assert ib['bucket'] == 'A' and [t['status'] for t in ib['tests'] if t['metric'] == verdict.NCCL_TRANSPORT] == ['healthy']
+    socket = verdict.node_verdict(figures, [], TIERS['800G'], {'nccl_transport': 'Socket'})
+    assert socket['bucket'] == 'C' and [c['cause'] for c in socket['causes']] == ['nccl_socket_fallback']
+    tolerant = copy.deepcopy(TIERS['800G'])
+    tolerant['tests']['nccl']['require_transport'] = None
+    assert verdict.node_verdict(figures, [], tolerant, {'nccl_transport': 'Socket'})['bucket'] == 'A'
+    # No NCCL at this tier: nothing to grade.
+    assert TIERS['100G']['tests']['nccl']['enabled'] is False
+    assert not [t for t in verdict.node_verdict(figures, [], TIERS['100G'], {'nccl_transport': 'Socket'})['tests']
+                if t['metric'] == verdict.NCCL_TRANSPORT]
+
+
+def test_nccl_wrong_is_a_reject_at_every_tier_that_runs_nccl():
+    tiers = [name for name, profile in TIERS.items() if profile['tests']['nccl']['enabled']]
+    assert tiers == ['200G', '400G', '800G', 'roce-pair-2x100g']
+    for name in tiers:
+        result = verdict.node_verdict([figure('nccl_wrong', 'all_reduce', 1)], [], TIERS[name], {'nccl_transport': 'IB'})
+        assert result['bucket'] == 'C' and [c['cause'] for c in result['causes']] == ['nccl_wrong_results'], name
+
+
+def test_impossible_or_incomplete_figures_are_unknown_not_graded():
+    infinite = figure('nccl_busbw_gbs', 'all_reduce', float('inf'))
+    result = verdict.node_verdict([infinite], [], P400)
+    assert result['tests'][0]['status'] == 'unknown' and 'not a finite number' in result['tests'][0]['error']
+    partial = figure('all_nics_gbs', 'all NICs', 282.0, error='mlx5_7: port_in_use')  # 7 of 8 NICs ran
+    assert verdict.node_verdict([partial], [], P400)['tests'][0]['status'] == 'unknown'
+    enough = figure('all_nics_gbs', 'all NICs', 365.0, error='mlx5_7: port_in_use')  # short one NIC and still above the line
+    assert verdict.node_verdict([enough], [], P400)['tests'][0]['status'] == 'healthy'
+
+
+def _outside(threshold):
+    """(a marginal value or None, a reject value) for a threshold."""
+    low, high = threshold['healthy']
+    if 'reject_below' in threshold:
+        line = threshold['reject_below']
+        return ((low + line) / 2.0 if line < low else None), line / 2.0
+    line = threshold['reject_above']
+    return ((high + line) / 2.0 if line > high else None), line * 2.0 + 1
+
+
+@pytest.mark.parametrize('tier', sorted(TIERS))
+def test_every_marginal_or_reject_figure_has_a_named_cause(tier):
+    for metric, threshold in sorted(TIERS[tier]['thresholds'].items()):
+        for value in _outside(threshold):
+            if value is None:
+                continue
+            result = verdict.node_verdict([figure(metric, 'subject0', value)], [], TIERS[tier])
+            assert result['bucket'] in ('B', 'C') and result['causes'], (tier, metric, value)
+            assert all(c['detail'] and c['cause'] for c in result['causes'])
+
+
+def test_an_unlisted_check_is_named_by_the_catch_all():
+    finding = {'check': 'irq_placement', 'subject': 'ens1np0', 'status': 'marginal', 'expected': 'NUMA node 0', 'actual': 'NUMA node 1',
+               'detail': 'ens1np0 IRQs on NUMA node 1', 'blocking': False, 'verbatim': []}
+    result = verdict.node_verdict([], [finding], P400)
+    assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['unexplained']
+    assert 'irq_placement on ens1np0 is marginal: measured NUMA node 1, expected NUMA node 0' in result['causes'][0]['detail']
+
+
+def test_shipped_profiles_are_usable_and_malformed_ones_are_named():
+    for name, profile in TIERS.items():
+        assert verdict.profile_errors(profile) == [], name
+    assert verdict.threshold_errors({'x': {'healthy': [1, None]}, 'y': {'healthy': [1, None], 'reject_below': 'fast'},
+                                     'z': {'healthy': [None, None], 'reject_above': 3}}) == [
+        'threshold x needs exactly one of reject_below / reject_above', 'threshold y.reject_below must be a number or null, got \'fast\'',
+        'threshold z: a lower-is-better metric needs healthy[1]']
+    assert verdict.threshold_errors(None) == ['thresholds must be a mapping of metric name to threshold, got None']
+    rules = dict(P400['cause_rules'], platform_min_ratio=1.5, spread=0.1)
+    del rules['platform_max_spread']
+    assert verdict.cause_rule_errors(rules) == [
+        'cause_rules.spread is not a cause-rule setting (known: firmware_throttle_max_ratio, platform_aggregate_shortfall, '
+        'platform_max_spread, platform_min_ratio)',
+        'cause_rules.platform_max_spread is missing; it must be a fraction above 0 and below 1',
+        'cause_rules.platform_min_ratio must be a fraction above 0 and below 1, got 1.5']
+    assert verdict.cause_rule_errors(dict(P400['cause_rules'], platform_aggregate_shortfall=None)) == [
+        'cause_rules.platform_aggregate_shortfall must be a fraction above 0 and below 1, got None']
+    without = dict(P400)
+    del without['cause_rules']
+    with pytest.raises(verdict.ThresholdError, match='cause_rules must be a mapping'):
+        verdict.node_verdict([], [], without)
+
+
+def test_preflight_and_verdict_share_one_status_vocabulary():
+    facts = {'rdma': {'devices': {'mlx5_0': {'ports': {'1': {'state': 'DOWN', 'state_code': 1, 'phys_state': 'Polling'}}},
+                                  'mlx5_1': {'ports': {'1': {'state': 'ACTIVE', 'state_code': 4, 'rate_gbps': 400}}}}},
+             'host': {'cmdline': {'tokens': []}, 'hugepages': {'total': 0}, 'modules': {'mlx5_core': {}},
+                      'cpu_governor': {'uniform': 'powersave', 'counts': {'powersave': 8}}, 'memlock': {'soft': '64'}},
+             'gpu': {'gpu_count': 8, 'gpus': [], 'xid_events': []}, 'nic': {'msg': 'ethtool missing'}, 'pcie': None, 'firmware': None}
+    statuses = set(f['status'] for f in preflight.preflight_findings(facts, P400))
+    assert statuses == {'healthy', 'marginal', 'reject', 'unknown'} and statuses <= set(verdict.STATUSES)

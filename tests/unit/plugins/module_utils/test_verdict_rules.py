@@ -1,0 +1,266 @@
+"""Each likely-cause rule of verdict.CAUSE_RULES: the pattern that names it, and the nearest pattern that must not.
+
+Inputs are shaped like the modules' real outputs: perftest/iperf3/ping/nccl/dcgmi figures as measurements.py
+builds them (from real fixtures where one exists), preflight findings from preflight_findings() on info-module facts,
+link and AER findings from parse_kernel_log() on real kernel logs.
+"""
+import copy
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, dcgmi, kernel_log, measurements, nccl, nvidia, preflight, verdict
+from tests.unit import fixtures
+
+with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
+    TIERS = yaml.safe_load(handle)['tier_profile_tiers']
+P400 = TIERS['400G']
+PAIR = TIERS['roce-pair-2x100g']
+HCAS = ['mlx5_%d' % i for i in range(8)]
+
+
+def figure(metric, subject, value, **extra):
+    """A measurement as measurements.py builds it."""
+    entry = {'id': '%s:%s' % (metric, subject), 'kind': catalogue.metric(metric)['reads'], 'metric': metric, 'subject': subject,
+             'peer': 'peer01', 'peer_device': subject, 'value': value, 'unit': catalogue.unit(metric),
+             'as_printed': None if value is None else '%s %s' % (value, catalogue.unit(metric)), 'verbatim': [],
+             'cmd': None, 'error': None, 'error_class': None, 'error_side': None, 'raw': ''}
+    entry.update(extra)
+    return entry
+
+
+def rdma(values, metric='ib_send_bw_gbs'):
+    return [figure(metric, 'mlx5_%d' % i, value) for i, value in enumerate(values)]
+
+
+def facts(gpu_count=8, governor='performance', lnksta=32, down=(), missing_modules=(), xid_log=None):
+    """Info-module results (rdma_info, pcie_info, host_tuning_info, gpu_info) of a 400G node."""
+    ports = dict((hca, {'pci_address': '0000:%02x:00.0' % (0x1a + i), 'ports': {'1': {
+        'state': 'DOWN' if hca in down else 'ACTIVE', 'state_code': 1 if hca in down else 4,
+        'phys_state': 'Polling' if hca in down else 'LinkUp', 'rate_gbps': 400, 'link_layer': 'InfiniBand'}}})
+        for i, hca in enumerate(HCAS))
+    pcie = {'devices': [{'bdf': '0000:1a:00.0', 'kind': 'nic',
+                         'link': {'current_speed_gts': lnksta, 'current_width': 16, 'max_speed_gts': 32, 'max_width': 16},
+                         'assessment': {'status': 'ok' if lnksta == 32 else 'degraded', 'reason': 'below capability'},
+                         'lspci': {'cmd': 'lspci -vvv -s 1a:00.0', 'link_lines': ['LnkSta: Speed %sGT/s, Width x16' % lnksta]}}]}
+    host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
+            'modules': dict((m, {}) for m in P400['host']['modules'] if m not in missing_modules),
+            'cpu_governor': {'uniform': governor, 'counts': {governor: 64}}, 'no_turbo': False,
+            'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}}
+    xids = kernel_log.parse_kernel_log(fixtures.local(xid_log))['xid'] if xid_log else []
+    return {'rdma': {'devices': ports}, 'pcie': pcie, 'host': host, 'gpu': {'gpu_count': gpu_count, 'gpus': [], 'xid_events': xids},
+            'nic': {'nics': {}}, 'firmware': {'devices': {}}}
+
+
+def kernel_findings(name):
+    return measurements.link_flap_findings({'kernel_log': kernel_log.parse_kernel_log(fixtures.local(name))})
+
+
+def nccl_figures(name, at_bytes=8589934592):
+    text = fixtures.local(name)
+    parsed = nccl.parse_nccl_tests(text)
+    run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': at_bytes}
+    return measurements.run_measurements(dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf'), run), parsed['transport']
+
+
+def dcgmi_figures(name, shared=False):
+    text = fixtures.shared(name) if shared else fixtures.local(name)
+    return measurements.run_measurements(dcgmi.parse_dcgmi_diag(text), {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
+
+
+PING_RUN = {'test': 'jumbo_ping', 'metric': 'jumbo_ping_loss_pct', 'subject': '10.0.10.2'}
+H100 = 'nvidia-smi/nvidia_smi_q_535.161.08_8xH100_sxm_healthy_gpud.txt'
+
+
+def worn_h100s():
+    """gpu_info's GPUs from a real 8x H100 capture, one GPU with correctable errors above the tier's limit."""
+    gpu = nvidia.parse_nvidia_smi_q(fixtures.shared(H100))
+    gpu['gpus'][1]['ecc_errors']['aggregate']['correctable_total'] = 250
+    return gpu
+
+
+def with_rules(profile, **settings):
+    changed = copy.deepcopy(profile)
+    changed['cause_rules'].update(settings)
+    return changed
+
+
+def run(measured=(), found=(), profile=P400, context=None):
+    return verdict.node_verdict(list(measured), list(found), profile, context)
+
+
+def named(result, cause):
+    return [c for c in result['causes'] if c['cause'] == cause]
+
+
+# Each case: cause -> (positive run, subjects it must name, words its detail must hold, negative run).
+CASES = {
+    'gpu_hardware': (
+        lambda: run(found=preflight.preflight_findings(
+            facts(gpu_count=7, xid_log='kernel_log/dmesg_xid79_fallen_off_bus_and_nvswitch_sxid_gpud_readme.txt'), P400)),
+        ['gpus'], ['7 of 8 GPUs', 'Xid', 'return the node'],
+        lambda: run(found=preflight.preflight_findings(facts(), P400))),
+    'gpu_memory_wear': (
+        lambda: run(found=preflight.check_gpu_memory(worn_h100s(), P400)),
+        ['0000:3b:00.0'], ['250 correctable ECC errors (limit 100)', 'nvidia-smi -r'],
+        lambda: run(found=preflight.check_gpu_memory(nvidia.parse_nvidia_smi_q(fixtures.shared(H100)), P400))),
+    'gpu_diagnostics': (
+        lambda: run(dcgmi_figures('dcgmi/dcgmi_diag_r2_dcgm3.3.1_gpu_memory_fail_gpu0_wrapped_warning_godcgm52_truncated.txt')),
+        ['GPU Memory'], ['GPU Memory: fail on GPU 0', 'do not accept'],
+        lambda: run(dcgmi_figures('dcgmi/dcgmi_diag_r3_dcgm3.0.4_deployment_pass_dcgm55_truncated.txt', shared=True))),
+    'link_instability': (
+        lambda: run(found=kernel_findings('kernel_log/logread_kernel_igc_nic_link_down_up_lede11302_truncated.txt')),
+        ['0000:05:00.0'], ['went down 2 time(s)', 'Replace the cable'],
+        lambda: run(found=kernel_findings('kernel_log/journalctl_k_mlx5_ib_port_link_init_active_gpud_pr1209_truncated.txt'))),
+    'nic_link': (
+        lambda: run(found=preflight.preflight_findings(facts(down=('mlx5_5',)), P400)),
+        ['mlx5_5', 'nics'], ['mlx5_5 port 1 is DOWN (Polling)', '7 of 8 RDMA ports Active'],
+        lambda: run(found=preflight.preflight_findings(facts(), P400))),
+    'pcie_link': (
+        lambda: run(rdma([38.0] + [47.0] * 7), preflight.preflight_findings(facts(lnksta=16), P400)),
+        ['mlx5_0'], ['LnkSta 16GT/s x16', '0000:1a:00.0'],
+        lambda: run(rdma([47.0] * 8), preflight.preflight_findings(facts(), P400))),
+    'pcie_errors': (
+        lambda: run(found=kernel_findings('kernel_log/syslog_kernel_aer_correctable_data_link_layer_popos3363_truncated.txt')),
+        ['0000:00:00.0', '0000:00:03.1'], ['PCIe AER Corrected error on 0000:00:03.1', 'Reseat'],
+        lambda: run(found=kernel_findings('kernel_log/dmesg_firecracker_vm_dev_boot_no_events.txt'))),
+    'platform_tuning': (
+        lambda: run(rdma([42.0 + i * 0.1 for i in range(8)]), preflight.preflight_findings(facts(governor='powersave'), P400)),
+        HCAS, ['about 8% below', 'CPU governor powersave, expected performance'],
+        lambda: run(rdma([42.0] * 7 + [34.0]))),
+    'platform_aggregate': (
+        lambda: run([figure('all_nics_gbs', 'all NICs', 240.0)]),
+        ['all NICs'], ['30% or more below', 'all NICs 240 GB/s', 'healthy >= 360 GB/s'],
+        lambda: run([figure('all_nics_gbs', 'all NICs', 300.0)])),
+    'rdma_all_slow': (
+        lambda: run(rdma([30.0, 33.0, 36.0, 39.0, 40.0, 41.0, 41.5, 44.0])),
+        HCAS, ['every NIC is below', 'mlx5_0 30 GB/s'],
+        lambda: run(rdma([42.0] * 8))),
+    'single_nic_slow': (
+        lambda: run(rdma([47.0, 47.0, 47.0, 41.0, 47.0, 47.0, 47.0, 47.0])),
+        ['mlx5_3'], ['mlx5_3 is slow (41 GB/s)', 'lspci LnkSta'],
+        lambda: run(rdma([47.0] * 8))),
+    'rdma_specific': (
+        lambda: run(rdma([30.0, 30.0]) + [figure('iperf3_gbps', '10.0.10.2', 360.0)]),
+        ['mlx5_0', 'mlx5_1'], ['memlock', 'show_gids'],
+        lambda: run(rdma([30.0, 30.0]) + [figure('iperf3_gbps', '10.0.10.2', 250.0)])),
+    'firmware_throttle': (
+        lambda: run([figure('ib_write_bw_gbps', 'rocep1s0f0', 14.2), figure('ib_write_bw_gbps', 'roceP2p1s0f0', 14.0)], profile=PAIR),
+        ['rocep1s0f0'], ['rocep1s0f0 runs at 14.2 Gb/s', 'power-drain'],
+        lambda: run([figure('ib_write_bw_gbps', 'rocep1s0f0', 25.0)], profile=PAIR)),
+    'nccl_socket_fallback': (
+        lambda: run(nccl_figures('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')[0],
+                    context={'nccl_transport': 'Socket'}),
+        ['all_reduce'], ['NET/Socket', 'not NET/IB', 'NCCL_IB_HCA'],
+        lambda: run(nccl_figures('nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt')[0],
+                    context={'nccl_transport': 'IB'})),
+    'nccl_wrong_results': (
+        lambda: run([figure('nccl_busbw_gbs', 'all_reduce', 46.0), figure('nccl_wrong', 'all_reduce', 3)], context={'nccl_transport': 'IB'}),
+        ['all_reduce'], ['3 wrong results', 'dcgmi diag -r 3'],
+        lambda: run([figure('nccl_busbw_gbs', 'all_reduce', 46.0), figure('nccl_wrong', 'all_reduce', 0)], context={'nccl_transport': 'IB'})),
+    'gdr': (
+        lambda: run(rdma([47.0] * 2) + [figure('gdr_bw_gbs', 'mlx5_1', 40.0)]),
+        ['mlx5_1'], ['nvidia_peermem', 'mlx5_1 40 GB/s'],
+        lambda: run(rdma([47.0, 38.0]) + [figure('gdr_bw_gbs', 'mlx5_1', 37.5)])),
+    'pfc_pause': (
+        lambda: run([figure('pause_per_s', 'ens1np0', 250000.0)]),
+        ['ens1np0'], ['ens1np0 250000/s', 'switch'],
+        lambda: run([figure('pause_per_s', 'ens1np0', 500.0)])),
+    'jumbo_path': (
+        lambda: run([measurements.run_measurements({'loss_percent': 100.0, 'received': 0, 'transmitted': 5, 'frag_needed': True,
+                                                    'reason': 'fragmentation needed: path MTU 1500 < 9000 (size 8972)', 'stdout': ''},
+                                                   PING_RUN)[0]]),
+        ['10.0.10.2'], ['100.0% loss (0/5 received), fragmentation needed', 'MTU is 9000'],
+        lambda: run([measurements.run_measurements({'loss_percent': 0.0, 'received': 5, 'transmitted': 5, 'stdout': ''}, PING_RUN)[0]])),
+    'host_configuration': (
+        lambda: run(rdma([47.0] * 8), preflight.preflight_findings(facts(missing_modules=('nvidia_peermem',)), P400)),
+        ['nvidia_peermem'], ['kernel module nvidia_peermem is not loaded'],
+        # The same kind of finding, explained by the platform pattern instead.
+        lambda: run(rdma([42.0] * 8), preflight.preflight_findings(facts(governor='powersave'), P400))),
+    'node_side_failure': (
+        lambda: run(rdma([47.0] * 2) + [figure('gdr_bw_gbs', 'mlx5_0', None, error_class='cuda_unavailable', error_side='node',
+                                               error='ibv_reg_mr failed: Bad address (CUDA/GPUDirect unavailable)')]),
+        ['mlx5_0'], ['because of something on the node', 'ibv_reg_mr failed', 'cuda_unavailable'],
+        lambda: run(rdma([47.0] * 2) + [figure('gdr_bw_gbs', 'mlx5_0', None, error_class='cuda_unavailable', error_side='ours',
+                                               error='ibv_reg_mr failed: Bad address (CUDA/GPUDirect unavailable)')])),
+    'measurement_incomplete': (
+        lambda: run(rdma([47.0] * 7), context={'expected': [{'id': 'ib_send_bw_gbs:%s' % h, 'metric': 'ib_send_bw_gbs', 'subject': h,
+                                                             'test': 'ib_send_bw', 'reason': None} for h in HCAS]}),
+        ['mlx5_7'], ['ib_send_bw per HCA on mlx5_7: not measured', 'not held against the node', 'tier_tests run log'],
+        lambda: run(rdma([47.0] * 8), context={'expected': [{'id': 'ib_send_bw_gbs:%s' % h, 'metric': 'ib_send_bw_gbs', 'subject': h,
+                                                             'test': 'ib_send_bw', 'reason': None} for h in HCAS]})),
+    'unexplained': (
+        lambda: run([figure('ib_write_lat_us', 'rocep1s0f0', 12.0)], profile=PAIR),
+        ['rocep1s0f0'], ['ib_write_lat typical latency on rocep1s0f0 is reject', 'measured 12.0 us', 'healthy <= 3 us'],
+        lambda: run([figure('ib_write_lat_us', 'rocep1s0f0', 1.45)], profile=PAIR)),
+}
+
+
+def test_every_rule_has_a_case():
+    assert set(CASES) == set(rule.cause for rule in verdict.CAUSE_RULES) | {'unexplained'}
+
+
+@pytest.mark.parametrize('cause', sorted(CASES))
+def test_rule_names_its_cause_on_its_pattern(cause):
+    positive, subjects, words, _negative = CASES[cause]
+    result = positive()
+    found = named(result, cause)
+    assert found, (cause, result['causes'])
+    assert set(subjects) <= set(s for c in found for s in c['subjects']), found
+    detail = ' '.join(c['detail'] for c in found)
+    for word in words:
+        assert word in detail, (word, detail)
+    assert result['bucket'] in ('B', 'C')
+
+
+@pytest.mark.parametrize('cause', sorted(CASES))
+def test_rule_stays_silent_on_the_near_miss(cause):
+    _positive, _subjects, _words, negative = CASES[cause]
+    result = negative()
+    assert not named(result, cause), result['causes']
+
+
+def test_every_rule_reads_only_the_settings_it_declares():
+    for rule in verdict.CAUSE_RULES:
+        assert set(rule.keys) <= set(verdict.CAUSE_RULE_KEYS), rule.cause
+    used = set(k for rule in verdict.CAUSE_RULES for k in rule.keys)
+    assert used == set(verdict.CAUSE_RULE_KEYS)
+
+
+def test_platform_ratios_are_profile_data():
+    slow = rdma([42.0 + i * 0.1 for i in range(8)])  # ratios 0.913-0.928 of the 46 GB/s floor
+    assert named(run(slow), 'platform_tuning')
+    assert not named(run(slow, profile=with_rules(P400, platform_max_spread=0.01)), 'platform_tuning')
+    assert named(run(slow, profile=with_rules(P400, platform_max_spread=0.02)), 'platform_tuning')
+    assert not named(run(slow, profile=with_rules(P400, platform_min_ratio=0.95)), 'platform_tuning')
+    assert named(run(slow, profile=with_rules(P400, platform_min_ratio=0.95)), 'rdma_all_slow')
+
+
+def test_aggregate_shortfall_is_profile_data():
+    aggregate = [figure('all_nics_gbs', 'all NICs', 240.0)]  # 0.667 of the 360 GB/s floor
+    assert named(run(aggregate), 'platform_aggregate')
+    assert not named(run(aggregate, profile=with_rules(P400, platform_aggregate_shortfall=0.4)), 'platform_aggregate')
+
+
+def test_firmware_throttle_is_off_where_the_profile_says_null():
+    assert P400['cause_rules']['firmware_throttle_max_ratio'] is None
+    result = run(rdma([47.0] * 7 + [5.0]))
+    assert not named(result, 'firmware_throttle') and named(result, 'single_nic_slow')
+    throttled = run(rdma([47.0] * 7 + [5.0]), profile=with_rules(P400, firmware_throttle_max_ratio=0.2))
+    assert [c['subjects'] for c in named(throttled, 'firmware_throttle')] == [['mlx5_7']]
+
+
+def test_a_throttled_pair_is_not_also_all_slow():
+    result = CASES['firmware_throttle'][0]()
+    assert [c['cause'] for c in result['causes']] == ['firmware_throttle', 'firmware_throttle']
+
+
+def test_rules_use_the_catalogue_families():
+    assert verdict.NCCL_WRONG in catalogue.metrics_in_family('nccl')
+    assert catalogue.test_of_metric(verdict.NCCL_WRONG) == verdict.NCCL_TEST
+    for family in ('rdma_bw', 'gdr_bw', 'aggregate_bw', 'tcp', 'pause', 'ping', 'gpu_diag') + verdict.THROUGHPUT_FAMILIES:
+        assert catalogue.metrics_in_family(family), family
+    # A new per-HCA RDMA metric of the rdma_bw family is read by the same rules without a code change.
+    for metric in catalogue.metrics_in_family('rdma_bw'):
+        assert verdict.family_of(metric) == 'rdma_bw'
