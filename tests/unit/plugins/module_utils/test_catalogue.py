@@ -67,3 +67,16 @@ def test_unknown_names_are_refused_with_the_known_ones_listed():
         catalogue.test('ib_snd_bw')
     with pytest.raises(catalogue.CatalogueError, match='unknown metric'):
         catalogue.metric('bogus')
+
+
+@pytest.mark.parametrize('tier', sorted(TIERS))
+def test_every_shipped_threshold_says_where_its_lines_come_from(tier):
+    for name, threshold in TIERS[tier]['thresholds'].items():
+        source = threshold.get('source') or ''
+        assert source.startswith(('runbook', 'two-box RoCE pair check', 'project: ')), (tier, name, source)
+        if source.startswith('project: '):
+            assert len(source) > len('project: ') + 20, (tier, name, 'a project choice needs its reason')
+
+
+def test_the_100g_gdr_reject_line_is_the_runbooks_per_hca_line():
+    assert TIERS['100G']['thresholds']['gdr_bw_gbs']['reject_below'] == TIERS['100G']['thresholds']['ib_send_bw_gbs']['reject_below'] == 11

@@ -35,7 +35,8 @@ def test_400g_ib_send_bw_grading(value, status):
 
 
 def test_runbook_tiers_match_the_runbook_numbers():
-    assert TIERS['100G']['thresholds']['iperf3_gbps'] == {'healthy': [90, None], 'reject_below': 80, 'unit': 'Gb/s', 'direction': 'one-way'}
+    assert TIERS['100G']['thresholds']['iperf3_gbps'] == {'healthy': [90, None], 'reject_below': 80, 'unit': 'Gb/s', 'direction': 'one-way',
+                                                          'source': 'runbook'}
     assert TIERS['200G']['thresholds']['ib_send_bw_gbs']['healthy'] == [22, 24]
     assert TIERS['400G']['tests']['iperf3'] == {'enabled': True, 'parallel': 32, 'duration': 60, 'interval': 10}
     assert TIERS['800G']['thresholds']['ib_send_bw_gbs']['reject_below'] == 80
