@@ -7,11 +7,11 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 name: loop_measurements
-short_description: One measurement per result of a looped test task
+short_description: The measurements of a registered loop over test-plan runs
 version_added: 0.1.0
 description:
-  - Like C(gpufleet.netval.measurement), for the C(results) of a registered loop; each measurement's subject is the
-    C(device) found along the result's C(item) chain (the HCA the iteration tested).
+  - Takes the C(results) of a task looped over the runs of P(gpufleet.netval.test_plan#filter) (directly, or over results
+    whose C(item) is a run) and returns each run's measurements, read as the test catalogue says for its test.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -19,14 +19,6 @@ options:
     description: The C(results) list of a registered loop.
     type: list
     elements: dict
-    required: true
-  kind:
-    description: The measurement kind, as for C(gpufleet.netval.measurement).
-    type: str
-    required: true
-  metric:
-    description: The threshold name in the tier profile.
-    type: str
     required: true
   peer:
     description: The peer the measurements were taken against.
@@ -36,12 +28,12 @@ options:
 EXAMPLES = r'''
 - name: Record per-HCA results
   ansible.builtin.set_fact:
-    measurements: "{{ measurements + clients.results | gpufleet.netval.loop_measurements('perftest_bw', 'ib_send_bw_gbs', 'peer01') }}"
+    measurements: "{{ measurements + clients.results | gpufleet.netval.loop_measurements('peer01') }}"
 '''
 
 RETURN = r'''
 _value:
-  description: The measurements.
+  description: The measurements (C(id), C(metric), C(subject), C(value) in the catalogue's unit, C(as_printed), C(verbatim), C(error)).
   type: list
   elements: dict
 '''
@@ -51,9 +43,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import loop_measurements
 
 
-def _loop_measurements(results, kind, metric, peer=None):
+def _loop_measurements(results, peer=None):
     try:
-        return loop_measurements(results, kind, metric, peer)
+        return loop_measurements(results, peer)
     except ValueError as exc:
         raise AnsibleFilterError('loop_measurements: %s' % exc)
 

@@ -3,11 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Turn the test modules' results into measurements the verdict can grade.
 
-A measurement is {id, metric, subject, peer, value, unit, as_printed,
-verbatim, cmd, error}: ``value`` is in the unit of the profile's threshold
-(GB/s decimal, Gb/s decimal, us, ms, %, /s), ``as_printed`` keeps the tool's
-own figure next to the converted one, and ``verbatim`` holds the raw output
-lines the figure came from, for the vendor letter.  No Ansible import.
+A measurement is {id, kind, metric, subject, peer, peer_device, test, value,
+unit, as_printed, verbatim, cmd, error, error_class, error_side}: ``value`` is
+in the catalogue's unit of the metric (GB/s decimal, Gb/s decimal, us, ms, %,
+/s), ``as_printed`` keeps the tool's own figure next to the converted one, and
+``verbatim`` holds the raw output lines the figure came from, for the vendor
+letter.  Which reader handles a metric, and in which unit, is the catalogue's
+(plugins/module_utils/catalogue.py) to say.  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +17,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
 from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import counter_deltas
 
 _ROW = re.compile(r'^\s*\d+\s+\d+\s')
@@ -31,6 +34,7 @@ def _base(kind, subject, metric, peer, result):
         'id': '%s:%s' % (metric, subject),
         'kind': kind,
         'metric': metric,
+        'test': catalogue.test_of_metric(metric) if metric in catalogue.METRICS else None,
         'subject': subject,
         'peer': peer,
         'value': None,
@@ -39,6 +43,9 @@ def _base(kind, subject, metric, peer, result):
         'verbatim': [],
         'cmd': result.get('cmd') if isinstance(result.get('cmd'), str) else None,
         'error': None,
+        # The failure shape every test module shares: what failed, and on whose side.
+        'error_class': result.get('error_class'),
+        'error_side': result.get('error_side'),
         # The whole raw output, for the evidence bundle.
         'raw': ''.join(part for part in (result.get('stdout'), result.get('stderr')) if isinstance(part, str)),
     }
@@ -85,10 +92,8 @@ def perftest_bw(result, subject, metric, peer):
         entry['error'] = _error_of(result) or 'no result rows in the perftest output'
         return entry
     row = rows[-1]
-    if metric.endswith('_gbps'):
-        entry['value'], entry['unit'] = row.get('bw_avg_gbps'), 'Gb/s'
-    else:
-        entry['value'], entry['unit'] = row.get('bw_avg_gbytes_s'), 'GB/s'
+    spec = catalogue.metric(metric)
+    entry['value'], entry['unit'] = row.get(spec['field']), spec['unit']
     printed = row.get('bw_avg_as_printed')
     unit = row.get('bw_unit') or (result.get('perftest') or {}).get('bw_unit') or result.get('bw_unit')
     if entry['value'] is not None:
@@ -169,35 +174,59 @@ def aggregate_bw(results, subject, metric, peer):
     return entry
 
 
-def _counters(nic_result, netdev):
+# Counters that count pause frames, and nothing else: mlx5 rx/tx_pause_ctrl_phy and rx/tx_prioN_pause, mlx4 and
+# others rx/tx_pause, ice rx/tx_priority_N_xon/xoff, ixgbe/i40e link_xon/xoff.  Never *_bytes, *_packets or
+# *_discards (per-priority byte counters grow by billions a second), and not *_pause_duration (microseconds)
+# or *_pause_transition (state changes), which count something else.
+_PAUSE_FRAME_COUNTER = re.compile(
+    r'(rx|tx)_(pause_ctrl_phy|prio[0-7]_pause|pause|priority_[0-7]_x(on|off)(\.nic)?|link_x(on|off)|x(on|off)|flow_control_x(on|off))')
+
+
+def is_pause_frame_counter(name):
+    return bool(_PAUSE_FRAME_COUNTER.fullmatch(str(name).lower()))
+
+
+def _snapshot(nic_result, netdev):
+    """({counter: value}, timestamp) of one netdev in a nic_info result taken with counters: true."""
     info = ((nic_result or {}).get('nics') or {}).get(netdev) or {}
     counters = info.get('counters') or {}
     if isinstance(counters.get('counters'), dict):
         counters = counters['counters']
-    return counters
+    stamp = info.get('timestamp', (nic_result or {}).get('timestamp'))
+    return counters, stamp
 
 
-def pause_rates(snapshots, subject, metric, peer):
+def pause_rates(snapshots, subject, metric, peer, netdevs=None):
+    """Pause frames per second per RDMA netdev between two nic_info snapshots (the sustained test's start and end).
+
+    ``netdevs`` limits the figures to the node's RDMA netdevs; a netdev whose snapshots are missing gets an entry
+    with the error, so a figure the plan expects is never silently absent.
+    """
     before, after = snapshots.get('before') or {}, snapshots.get('after') or {}
-    seconds = None
-    if before.get('timestamp') is not None and after.get('timestamp') is not None:
-        seconds = float(after['timestamp']) - float(before['timestamp'])
+    names = sorted(netdevs) if netdevs else sorted((after.get('nics') or {}))
     entries = []
-    for netdev in sorted((after.get('nics') or {})):
-        first, second = _counters(before, netdev), _counters(after, netdev)
-        if not first or not second or not seconds:
-            continue
-        deltas = counter_deltas(first, second, seconds)
-        rates = deltas.get('rates_per_s') or {}
-        pause = dict((k, v) for k, v in rates.items() if 'pause' in k or 'pfc' in k or 'prio' in k)
+    for netdev in names:
         entry = _base('pause_rate', netdev, metric, peer, {})
         entry['id'] = '%s:%s' % (metric, netdev)
-        entry['value'] = max(pause.values()) if pause else 0.0
         entry['unit'] = '/s'
-        top = sorted(pause.items(), key=lambda kv: -kv[1])[:3]
-        entry['as_printed'] = '%s pause frames/s over %s s (%s)' % (int(round(entry['value'])), int(round(seconds)), ', '.join(
-            '%s +%s' % (k, (deltas.get('deltas') or {}).get(k)) for k, _v in top) or 'no pause counters')
         entries.append(entry)
+        first, first_time = _snapshot(before, netdev)
+        second, second_time = _snapshot(after, netdev)
+        if not first or not second or first_time is None or second_time is None:
+            entry['error'] = 'no ethtool -S counters of %s %s the sustained test' % (netdev, 'before' if not first else 'after')
+            entry['error_class'], entry['error_side'] = 'counters_unavailable', 'ours'
+            continue
+        seconds = float(second_time) - float(first_time)
+        if seconds <= 0:
+            entry['error'] = 'the counter snapshots of %s are not in time order' % netdev
+            entry['error_class'], entry['error_side'] = 'counters_unavailable', 'ours'
+            continue
+        deltas = counter_deltas(first, second, seconds)
+        rates = dict((k, v) for k, v in (deltas.get('rates_per_s') or {}).items() if is_pause_frame_counter(k) and v is not None)
+        entry['value'] = max(rates.values()) if rates else 0.0
+        top = sorted(rates.items(), key=lambda kv: -kv[1])[:3]
+        entry['as_printed'] = '%s pause frames/s over %s s (%s)' % (int(round(entry['value'])), int(round(seconds)), ', '.join(
+            '%s +%s' % (k, (deltas.get('deltas') or {}).get(k)) for k, _v in top) or 'no pause-frame counters')
     return entries
 
 
@@ -265,49 +294,57 @@ def dcgmi(result, subject, peer):
     return entries
 
 
-def measurement(result, kind, subject, metric, peer=None, multi=False, at_bytes=None):
-    """Dispatch on ``kind``; returns one measurement dict, or a list when ``multi``."""
-    result = result if result is not None else {}
-    if kind == 'perftest_bw':
-        found = perftest_bw(result, subject, metric, peer)
-    elif kind == 'perftest_lat':
-        found = perftest_lat(result, subject, metric, peer)
-    elif kind == 'iperf3':
-        found = iperf3(result, subject, metric, peer)
-    elif kind == 'ping_loss':
-        found = ping(result, subject, metric, peer, 'loss')
-    elif kind == 'ping_rtt':
-        found = ping(result, subject, metric, peer, 'rtt')
-    elif kind == 'aggregate_bw':
-        found = aggregate_bw(result, subject, metric, peer)
-    elif kind == 'pause_rate':
-        found = pause_rates(result, subject, metric, peer)
-    elif kind == 'nccl':
-        found = nccl(result, subject, peer, at_bytes)
-    elif kind == 'dcgmi':
-        found = dcgmi(result, subject, peer)
-    else:
-        raise ValueError('unknown measurement kind %r' % kind)
-    if multi and not isinstance(found, list):
+def run_measurements(result, run, peer=None):
+    """The measurements of one planned run (an entry of the test plan's ``runs``) from its module result.
+
+    ``result`` is the registered module result; for the all-NIC test it is {clients: [client results], before,
+    after} (the counter snapshots).  Which reader applies, and in which unit, comes from the catalogue.
+    """
+    result = result if isinstance(result, dict) else {}
+    entry = catalogue.test(run.get('test'))
+    module = entry['module']
+    if entry['scope'] == catalogue.SCOPE_ALL_HCAS:
+        netdevs = sorted(set(c.get('netdev') for c in run.get('clients') or [] if c.get('netdev')))
+        return ([aggregate_bw(result.get('clients'), run.get('subject'), run['metric'], peer)]
+                + pause_rates(result, run.get('subject'), run['pause_metric'], peer, netdevs))
+    if module == 'perftest':
+        reader = perftest_lat if catalogue.metric(run['metric'])['reads'] == 'perftest_lat' else perftest_bw
+        found = reader(result, run.get('subject'), run['metric'], peer)
+        found['peer_device'] = run.get('peer_device')
         return [found]
+    subject = run.get('subject')
+    if module == 'iperf3':
+        return [iperf3(result, subject, 'iperf3_gbps', peer)]
+    if module == 'jumbo_ping':
+        return [ping(result, subject, 'jumbo_ping_loss_pct', peer, 'loss'), ping(result, subject, 'jumbo_ping_rtt_ms', peer, 'rtt')]
+    if module == 'nccl_tests':
+        return nccl(result, subject, peer, run.get('at_bytes'))
+    if module == 'dcgmi_diag':
+        return dcgmi(result, subject, peer)
+    raise ValueError('no measurement reader for test %r' % run.get('test'))
+
+
+def _planned_run(result):
+    """The plan's run a looped result belongs to: the nearest item along its ``item`` chain that names a test."""
+    item = result
+    for _depth in range(4):
+        item = item.get('item') if isinstance(item, dict) else None
+        if not isinstance(item, dict):
+            return None
+        if item.get('test') and item.get('metric'):
+            return item
+    return None
+
+
+def loop_measurements(results, peer=None):
+    """The measurements of a registered loop over plan runs (its ``results``), each read against its own run."""
+    found = []
+    for result in results or []:
+        run = _planned_run(result)
+        if run is None:
+            raise ValueError('a looped result without its planned run: loop over the test plan\'s runs')
+        found.extend(run_measurements(result, run, peer))
     return found
-
-
-def hca_pair(ports, gpu_pairs=None):
-    """Pair one node live port with one peer live port: {device, port, netdev, gid_index, peer_device, peer_port, peer_gid_index, gpu}."""
-    node, peer = ports
-    gpu = None
-    for pair in gpu_pairs or []:
-        if pair.get('nic') == node.get('device'):
-            gpu = pair.get('gpu')
-            break
-    return {
-        'device': node.get('device'), 'port': node.get('port') or 1, 'netdev': node.get('netdev'),
-        'gid_index': node.get('gid_index'),
-        'peer_device': peer.get('device'), 'peer_port': peer.get('port') or 1, 'peer_gid_index': peer.get('gid_index'),
-        'peer_netdev': peer.get('netdev'),
-        'gpu': gpu,
-    }
 
 
 def link_flap_findings(kernel_result):
@@ -331,28 +368,3 @@ def link_flap_findings(kernel_result):
                          'detail': 'PCIe AER %s error on %s during validation' % (severity, event.get('bdf')),
                          'verbatim': [event.get('line') or '']})
     return findings
-
-
-def _loop_pair(result):
-    """The HCA pair a looped result belongs to: the nearest item with a ``device`` along its ``item`` chain."""
-    item = result
-    for _depth in range(4):
-        item = item.get('item') if isinstance(item, dict) else None
-        if not isinstance(item, dict):
-            return {}
-        if item.get('device'):
-            return item
-    return {}
-
-
-def loop_measurements(results, kind, metric, peer=None):
-    """One measurement per looped result (a registered loop's ``results``), subject taken from each item."""
-    found = []
-    for result in results or []:
-        pair = _loop_pair(result)
-        entry = measurement(result, kind, pair.get('device') or '?', metric, peer)
-        for item in entry if isinstance(entry, list) else [entry]:
-            # Each box keeps its own device name (a RoCE pair's live port can differ).
-            item['peer_device'] = pair.get('peer_device')
-            found.append(item)
-    return found

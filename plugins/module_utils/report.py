@@ -14,22 +14,7 @@ __metaclass__ = type
 
 from xml.sax.saxutils import escape, quoteattr
 
-# How each metric reads in prose (presentation only; thresholds live in the tier profiles).
-METRIC_LABELS = {
-    'ib_send_bw_gbs': 'ib_send_bw per HCA',
-    'ib_write_bw_gbps': 'ib_write_bw per rail',
-    'gdr_bw_gbs': 'GPUDirect RDMA (ib_send_bw --use_cuda) per NIC and its NUMA-local GPU',
-    'all_nics_gbs': 'aggregate RDMA throughput with every NIC running at once',
-    'iperf3_gbps': 'iperf3 multi-stream TCP',
-    'nccl_busbw_gbs': 'nccl-tests all_reduce bus bandwidth',
-    'nccl_small_allreduce_us': 'nccl-tests 16 KiB all_reduce time',
-    'nccl_wrong': 'nccl-tests #wrong',
-    'ib_write_lat_us': 'ib_write_lat typical latency',
-    'jumbo_ping_loss_pct': 'jumbo-frame ping loss',
-    'jumbo_ping_rtt_ms': 'jumbo-frame ping round trip',
-    'pause_per_s': 'pause/PFC frame rate during the sustained test',
-    'dcgmi_diag': 'dcgmi diag',
-}
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
 
 BUCKET_WORDS = {
     'A': 'A (accept)',
@@ -50,7 +35,7 @@ def _identity_phrase(node):
 
 
 def _label(test):
-    return test.get('label') or METRIC_LABELS.get(test.get('metric')) or test.get('metric') or test.get('id')
+    return test.get('label') or (catalogue.label(test['metric']) if test.get('metric') else test.get('id'))
 
 
 def _short_cmd(cmd):

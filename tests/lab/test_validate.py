@@ -13,7 +13,9 @@ import os
 import subprocess
 
 import pytest
+import yaml
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
 from tests.lab.conftest import BIN, ROOT, cli, lab_env
 
 pytestmark = pytest.mark.lab
@@ -39,6 +41,25 @@ def node_result(reports, node):
 
 def causes(result):
     return [c['cause'] for c in result['causes']]
+
+
+def tier_profile(tier):
+    with open(os.path.join(ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
+        return yaml.safe_load(handle)['tier_profile_tiers'][tier]
+
+
+def assert_every_enabled_test_has_its_figures(result, hcas):
+    """Every metric of every test the tier enables is in the report with a figure, per HCA where it is per HCA."""
+    measured = {}
+    for test in result['tests']:
+        if test.get('value') is not None or test.get('preset_status'):
+            measured.setdefault(test['metric'], set()).add(test['subject'])
+    assert [t for t in result['tests'] if t['status'] == 'unknown'] == []
+    for entry in catalogue.enabled_tests(tier_profile(result['tier'])):
+        for metric in entry['metrics']:
+            assert metric in measured, '%s: %s enabled but %s has no figure' % (result['node'], entry['name'], metric)
+            if entry['scope'] in (catalogue.SCOPE_HCA, catalogue.SCOPE_GPU_NIC):
+                assert measured[metric] == set(hcas), (metric, measured[metric])
 
 
 @pytest.fixture(scope='module')
@@ -71,8 +92,9 @@ def test_healthy_node_is_accepted_with_a_verified_baseline(mixed_run):
     _summary, reports, evidence = mixed_run
     result = node_result(reports, 'node01')
     assert result['bucket'] == 'A' and result['causes'] == []
-    kinds = set(t['metric'] for t in result['tests'])
-    assert {'ib_send_bw_gbs', 'gdr_bw_gbs', 'all_nics_gbs', 'iperf3_gbps', 'nccl_busbw_gbs', 'jumbo_ping_loss_pct'} <= kinds
+    assert_every_enabled_test_has_its_figures(result, ['mlx5_%d' % i for i in range(8)])
+    pause = [t for t in result['tests'] if t['metric'] == 'pause_per_s']
+    assert len(pause) == 8 and all(t['status'] == 'healthy' for t in pause)
     bundle = evidence / 'node01' / result['timestamp']
     check = subprocess.run(['sha256sum', '-c', 'MANIFEST.sha256'], cwd=str(bundle), stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, universal_newlines=True, check=False)
@@ -161,6 +183,17 @@ def test_roce_pair_throttle_each_box_its_own_device_and_evidence_never_overwritt
     assert second != result['timestamp']
     assert hashlib.sha256(tarball.read_bytes()).hexdigest() == digest
     assert sorted(p.name for p in (evidence / 'node01').iterdir() if p.name != 'baseline') == sorted([result['timestamp'], second])
+
+
+def test_healthy_100g_node_measures_every_test_of_its_tier_read_write_and_gdr_per_hca(lab_session, tmp_path):  # pylint: disable=unused-argument
+    cli('up', '--profile', 'healthy-100g', '--nodes', '1', '--peers', '1', check=True)
+    rc, out, reports, _evidence = validate(tmp_path)
+    assert rc == 0, out[-6000:]
+    result = node_result(reports, 'node01')
+    assert result['bucket'] == 'A' and result['causes'] == []
+    assert_every_enabled_test_has_its_figures(result, ['mlx5_0', 'mlx5_1'])
+    read = [t for t in result['tests'] if t['metric'] == 'ib_read_bw_gbs']
+    assert all(t['unit'] == 'GB/s' and t['value'] >= 11 and 'MB/sec' in t['as_printed'] for t in read), read
 
 
 def test_check_mode_runs_preflight_only(lab_session, tmp_path):  # pylint: disable=unused-argument

@@ -18,59 +18,105 @@ def perftest_result(text):
             'perftest': parse_perftest(text)}
 
 
+def run_of(test, metric=None, **extra):
+    """A planned run as plugins/module_utils/plan.py makes it (only the keys the readers use)."""
+    run = {'test': test, 'metric': metric, 'subject': extra.pop('subject', 'mlx5_0'), 'peer_device': extra.pop('peer_device', 'mlx5_0')}
+    run.update(extra)
+    return run
+
+
 def test_perftest_bandwidth_is_converted_exactly_from_mib():
-    entry = measurements.measurement(perftest_result(fixtures.shared(SUPERBENCH)), 'perftest_bw', 'mlx5_0', 'ib_send_bw_gbs', 'peer01')
+    entry, = measurements.run_measurements(perftest_result(fixtures.shared(SUPERBENCH)), run_of('ib_send_bw', 'ib_send_bw_gbs'), 'peer01')
     # 24056.72 MiB/s * 2^20 = 25.225299 GB/s (decimal)
     assert abs(entry['value'] - 24056.72 * 1048576 / 1e9) < 1e-9
     assert entry['unit'] == 'GB/s' and '24056.72' in entry['as_printed'] and 'MB/sec' in entry['as_printed']
     assert any('#bytes' in line for line in entry['verbatim']) and any(line.lstrip().startswith('8388608') for line in entry['verbatim'])
     assert entry['error'] is None and entry['raw'].startswith(fixtures.shared(SUPERBENCH)[:40])
+    assert entry['test'] == 'ib_send_bw' and entry['id'] == 'ib_send_bw_gbs:mlx5_0'
 
 
-def test_perftest_failure_is_an_error_not_a_number():
+def test_the_unit_of_a_perftest_figure_is_the_catalogues_not_the_metric_names():
+    gbits, = measurements.run_measurements(perftest_result(fixtures.shared(SUPERBENCH)), run_of('ib_write_bw', 'ib_write_bw_gbps'))
+    assert gbits['unit'] == 'Gb/s' and abs(gbits['value'] - 24056.72 * 1048576 * 8 / 1e9) < 1e-6
+
+
+def test_perftest_failure_is_an_error_not_a_number_and_keeps_the_failure_shape():
     failed = {'failed': True, 'msg': "node01: `ib_send_bw ...` failed: connect_failed: Couldn't connect to 10.0.0.2:18515",
-              'stdout': " Couldn't connect to 10.0.0.2:18515\n", 'perftest': None, 'error_class': 'connect_failed'}
-    entry = measurements.measurement(failed, 'perftest_bw', 'mlx5_0', 'ib_send_bw_gbs')
+              'stdout': " Couldn't connect to 10.0.0.2:18515\n", 'perftest': None, 'error_class': 'connect_failed', 'error_side': 'unknown'}
+    entry, = measurements.run_measurements(failed, run_of('ib_send_bw', 'ib_send_bw_gbs'))
     assert entry['value'] is None and 'connect_failed' in entry['error']
+    assert entry['error_class'] == 'connect_failed' and entry['error_side'] == 'unknown'
 
 
 def test_iperf3_and_ping_and_nccl_and_dcgmi():
-    iperf = measurements.measurement({'received_bps': 361.5e9, 'retransmits': 12, 'stdout': '{}', 'cmd': 'iperf3 -c x'},
-                                     'iperf3', '10.0.0.2', 'iperf3_gbps')
-    assert iperf['value'] == 361.5 and iperf['unit'] == 'Gb/s'
+    iperf, = measurements.run_measurements({'received_bps': 361.5e9, 'retransmits': 12, 'stdout': '{}', 'cmd': 'iperf3 -c x'},
+                                           run_of('iperf3', 'iperf3_gbps', subject='10.0.0.2'))
+    assert iperf['value'] == 361.5 and iperf['unit'] == 'Gb/s' and iperf['id'] == 'iperf3_gbps:10.0.0.2'
     ping = {'loss_percent': 100.0, 'received': 0, 'transmitted': 5, 'rtt_avg_ms': None, 'frag_needed': True,
             'reason': 'fragmentation needed: path MTU 1500 < 9000 (size 8972)', 'stdout': ''}
-    loss = measurements.measurement(ping, 'ping_loss', '10.0.0.2', 'jumbo_ping_loss_pct')
+    loss, rtt = measurements.run_measurements(ping, run_of('jumbo_ping', 'jumbo_ping_loss_pct', subject='10.0.0.2'))
     assert loss['value'] == 100.0 and 'fragmentation needed' in loss['as_printed']
-    rtt = measurements.measurement(ping, 'ping_rtt', '10.0.0.2', 'jumbo_ping_rtt_ms')
     assert rtt['value'] is None and 'path MTU 1500' in rtt['error']
     nccl = {'transport': 'Socket', 'stdout': '#  size count\n 1073741824  268435456 float sum -1 1.0 2.0 2.1 0 1.0 2.0 2.0 0\n',
             'rows': [{'size_bytes': 1073741824, 'oop_busbw_gbs': 2.1, 'ip_busbw_gbs': 2.0, 'oop_time_us': 9.0, 'ip_time_us': 9.5, 'wrong': 0}]}
-    found = measurements.measurement(nccl, 'nccl', 'all_reduce', 'nccl', at_bytes=17179869184)
+    found = measurements.run_measurements(nccl, run_of('nccl', 'nccl_busbw_gbs', subject='all_reduce', at_bytes=17179869184))
     assert [m['metric'] for m in found] == ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong']
     assert found[0]['value'] == 2.1 and 'NET/Socket' in found[0]['as_printed'] and found[2]['value'] == 0
     dcgmi = {'tests': [{'name': 'Memory', 'overall': 'fail', 'per_gpu': {'3': {'status': 'fail'}}},
                        {'name': 'PCIe', 'overall': 'pass', 'per_gpu': {}}, {'name': 'Inforom', 'overall': 'skip'}]}
-    graded = measurements.measurement(dcgmi, 'dcgmi', 'gpus', 'dcgmi_diag', multi=True)
+    graded = measurements.run_measurements(dcgmi, run_of('dcgmi', 'dcgmi_diag', subject='gpus'))
     assert [(m['subject'], m['preset_status']) for m in graded] == [('Memory', 'reject'), ('PCIe', 'healthy')]
     assert 'GPU 3' in graded[0]['as_printed']
 
 
-def test_pause_rates_from_two_counter_snapshots():
-    before = {'timestamp': 100.0, 'nics': {'ens1np0': {'counters': {'counters': {'rx_prio3_pause': 1000, 'rx_bytes': 5}}}}}
-    after = {'timestamp': 120.0, 'nics': {'ens1np0': {'counters': {'counters': {'rx_prio3_pause': 1001000, 'rx_bytes': 9}}}}}
-    entries = measurements.measurement({'before': before, 'after': after}, 'pause_rate', 'pause', 'pause_per_s')
-    assert entries[0]['subject'] == 'ens1np0' and entries[0]['value'] == 50000.0
+def mlx5_counters(pause, prio_bytes, prio_packets, duration):
+    """The ethtool -S names a real mlx5 prints for priority 3 (see ../shared/fixtures/ethtool)."""
+    return {'rx_prio3_pause': pause, 'tx_prio3_pause': 0, 'rx_pause_ctrl_phy': 0, 'rx_prio3_bytes': prio_bytes,
+            'rx_prio3_packets': prio_packets, 'rx_prio3_pause_duration': duration, 'rx_prio3_pause_transition': pause // 2,
+            'rx_prio3_discards': 7}
+
+
+def test_pause_rate_counts_pause_frames_only_per_netdev_with_its_own_timestamps():
+    # nic_info stamps each netdev's snapshot (there is no top-level timestamp).
+    before = {'nics': {'ens1np0': {'timestamp': 100.0, 'counters': {'counters': mlx5_counters(1000, 10 ** 12, 10 ** 9, 50)}}}}
+    after = {'nics': {'ens1np0': {'timestamp': 120.0, 'counters': {'counters': mlx5_counters(1001000, 10 ** 12 + 2 * 10 ** 11,
+                                                                                            10 ** 9 + 4 * 10 ** 7, 10 ** 8)}}}}
+    run = {'test': 'all_nics', 'metric': 'all_nics_gbs', 'pause_metric': 'pause_per_s', 'subject': 'all NICs',
+           'clients': [{'device': 'mlx5_0', 'netdev': 'ens1np0'}]}
+    found = measurements.run_measurements({'clients': [], 'before': before, 'after': after}, run)
+    pause = [m for m in found if m['metric'] == 'pause_per_s']
+    # 1,000,000 pause frames in 20 s; the bytes (1e10/s), packets, duration (us) and discards counters are not frames.
+    assert [(m['subject'], m['value']) for m in pause] == [('ens1np0', 50000.0)]
+    assert measurements.is_pause_frame_counter('rx_pause_ctrl_phy') and not measurements.is_pause_frame_counter('rx_prio3_bytes')
+
+
+def test_pause_rate_without_snapshots_is_an_error_on_our_side_not_a_silent_gap():
+    run = {'test': 'all_nics', 'metric': 'all_nics_gbs', 'pause_metric': 'pause_per_s', 'subject': 'all NICs',
+           'clients': [{'device': 'mlx5_0', 'netdev': 'ens1np0'}]}
+    found = measurements.run_measurements({'clients': [], 'before': {'failed': True}, 'after': {}}, run)
+    pause = [m for m in found if m['metric'] == 'pause_per_s']
+    assert len(pause) == 1 and pause[0]['value'] is None and pause[0]['error_side'] == 'ours'
 
 
 def test_aggregate_and_loop_measurements_keep_each_boxs_device_name():
     text = fixtures.shared(SUPERBENCH)
-    client = dict(perftest_result(text), item={'item': {'device': 'rocep1s0f0', 'peer_device': 'rocep1s0f1'}})
-    found = measurements.loop_measurements([client], 'perftest_bw', 'ib_write_bw_gbps', 'peer01')
+    planned = run_of('ib_write_bw', 'ib_write_bw_gbps', subject='rocep1s0f0', device='rocep1s0f0', peer_device='rocep1s0f1')
+    client = dict(perftest_result(text), item={'pid': 1, 'item': planned})
+    found = measurements.loop_measurements([client], 'peer01')
     assert found[0]['subject'] == 'rocep1s0f0' and found[0]['peer_device'] == 'rocep1s0f1'
     assert abs(found[0]['value'] - 24056.72 * 1048576 * 8 / 1e9) < 1e-6
-    total = measurements.measurement([client, client], 'aggregate_bw', 'all NICs', 'all_nics_gbs')
+    run = {'test': 'all_nics', 'metric': 'all_nics_gbs', 'pause_metric': 'pause_per_s', 'subject': 'all NICs', 'clients': []}
+    total = measurements.run_measurements({'clients': [client, client]}, run)[0]
     assert abs(total['value'] - 2 * 24056.72 * 1048576 / 1e9) < 1e-9
+
+
+def test_a_looped_result_without_its_run_is_refused():
+    try:
+        measurements.loop_measurements([{'rc': 0, 'item': {'device': 'mlx5_0'}}])
+    except ValueError as exc:
+        assert 'planned run' in str(exc)
+    else:
+        raise AssertionError('expected a ValueError')
 
 
 def test_link_flap_and_aer_findings():

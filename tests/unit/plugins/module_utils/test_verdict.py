@@ -153,16 +153,16 @@ def with_failure_shape(entry, error_class, error_side):
 
 
 def test_our_own_failures_never_give_bucket_c():
-    missing_dcgmi = measurements.measurement(
+    missing_dcgmi = measurements.run_measurements(
         {'failed': True, 'missing_tool': True, 'tool': 'dcgmi',
          'msg': "node01: required tool 'dcgmi' was not found on PATH; %s" % runner.package_hint('dcgmi')},
-        'dcgmi', 'gpus', 'dcgmi_diag', multi=True)
+        {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
     busy = figure('iperf3_gbps', '10.0.10.2', None,
                   error=fixtures.local('iperf3/iperf3_3.12_error_busy_text_netns_veth.txt').strip())
     timeout = figure('ib_send_bw_gbs', 'mlx5_7', None, error='node01: `ib_send_bw -d mlx5_7 10.0.10.2` timed out after 120 s')
     cut = '\n'.join(fixtures.shared(SUPERBENCH).splitlines()[:16])  # the capture cut before its result rows
-    unreadable = measurements.measurement({'stdout': cut, 'rc': 0, 'perftest': parse_perftest(cut), 'cmd': 'ib_send_bw -d mlx5_6'},
-                                          'perftest_bw', 'mlx5_6', 'ib_send_bw_gbs')
+    unreadable, = measurements.run_measurements({'stdout': cut, 'rc': 0, 'perftest': parse_perftest(cut), 'cmd': 'ib_send_bw -d mlx5_6'},
+                                                {'test': 'ib_send_bw', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_6'})
     ours = ([with_failure_shape(m, 'tool_missing', 'ours') for m in missing_dcgmi] + [with_failure_shape(busy, 'port_in_use', 'ours'),
             with_failure_shape(timeout, 'timeout', 'unknown'), with_failure_shape(unreadable, 'parse_error', 'ours')])
     node = [m for m in healthy_400g_node() if m['subject'] not in ('mlx5_6', 'mlx5_7') and m['metric'] != 'iperf3_gbps']
@@ -206,9 +206,9 @@ def expected(metric, subject, reason=None):
 
 
 def test_a_node_is_a_only_when_every_expected_figure_exists_and_is_healthy():
-    dcgmi_figures = measurements.measurement(
+    dcgmi_figures = measurements.run_measurements(
         dcgmi.parse_dcgmi_diag(fixtures.shared('dcgmi/dcgmi_diag_r3_dcgm3.0.4_deployment_pass_dcgm55_truncated.txt')),
-        'dcgmi', 'gpus', 'dcgmi_diag', multi=True)
+        {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
     plan = ([expected('ib_send_bw_gbs', 'mlx5_%d' % i) for i in range(8)] + [expected('iperf3_gbps', '10.0.10.2'),
             expected('all_nics_gbs', 'all NICs'), expected('dcgmi_diag', None)])
     node = healthy_400g_node() + dcgmi_figures
@@ -228,7 +228,8 @@ def test_nccl_transport_is_graded_where_the_tier_requires_ib():
     text = fixtures.local('nccl/all_reduce_perf_h100_ring_512M_8G_healthy_avg95_nccltests252.txt')
     parsed = nccl.parse_nccl_tests(text)
     assert parsed['transport'] is None  # this capture has no NCCL_DEBUG=INFO lines
-    figures = measurements.measurement(dict(parsed, stdout=text), 'nccl', 'all_reduce', 'nccl', at_bytes=8589934592)
+    figures = measurements.run_measurements(dict(parsed, stdout=text),
+                                            {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': 8589934592})
     unknown = verdict.node_verdict(figures, [], TIERS['800G'], {'nccl_transport': parsed['transport']})
     entry = [t for t in unknown['tests'] if t['metric'] == verdict.NCCL_TRANSPORT][0]
     assert (entry['status'], entry['error_class'], entry['expected']) == ('unknown', 'transport_unknown', 'NET/IB')

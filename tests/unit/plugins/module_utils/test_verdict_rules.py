@@ -60,15 +60,16 @@ def kernel_findings(name):
 def nccl_figures(name, at_bytes=8589934592):
     text = fixtures.local(name)
     parsed = nccl.parse_nccl_tests(text)
-    return measurements.measurement(dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf'), 'nccl', 'all_reduce', 'nccl',
-                                    at_bytes=at_bytes), parsed['transport']
+    run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': at_bytes}
+    return measurements.run_measurements(dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf'), run), parsed['transport']
 
 
 def dcgmi_figures(name, shared=False):
     text = fixtures.shared(name) if shared else fixtures.local(name)
-    return measurements.measurement(dcgmi.parse_dcgmi_diag(text), 'dcgmi', 'gpus', 'dcgmi_diag', multi=True)
+    return measurements.run_measurements(dcgmi.parse_dcgmi_diag(text), {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
 
 
+PING_RUN = {'test': 'jumbo_ping', 'metric': 'jumbo_ping_loss_pct', 'subject': '10.0.10.2'}
 H100 = 'nvidia-smi/nvidia_smi_q_535.161.08_8xH100_sxm_healthy_gpud.txt'
 
 
@@ -167,12 +168,11 @@ CASES = {
         ['ens1np0'], ['ens1np0 250000/s', 'switch'],
         lambda: run([figure('pause_per_s', 'ens1np0', 500.0)])),
     'jumbo_path': (
-        lambda: run([measurements.measurement({'loss_percent': 100.0, 'received': 0, 'transmitted': 5, 'frag_needed': True,
-                                               'reason': 'fragmentation needed: path MTU 1500 < 9000 (size 8972)', 'stdout': ''},
-                                              'ping_loss', '10.0.10.2', 'jumbo_ping_loss_pct')]),
+        lambda: run([measurements.run_measurements({'loss_percent': 100.0, 'received': 0, 'transmitted': 5, 'frag_needed': True,
+                                                    'reason': 'fragmentation needed: path MTU 1500 < 9000 (size 8972)', 'stdout': ''},
+                                                   PING_RUN)[0]]),
         ['10.0.10.2'], ['100.0% loss (0/5 received), fragmentation needed', 'MTU is 9000'],
-        lambda: run([measurements.measurement({'loss_percent': 0.0, 'received': 5, 'transmitted': 5, 'stdout': ''},
-                                              'ping_loss', '10.0.10.2', 'jumbo_ping_loss_pct')])),
+        lambda: run([measurements.run_measurements({'loss_percent': 0.0, 'received': 5, 'transmitted': 5, 'stdout': ''}, PING_RUN)[0]])),
     'host_configuration': (
         lambda: run(rdma([47.0] * 8), preflight.preflight_findings(facts(missing_modules=('nvidia_peermem',)), P400)),
         ['nvidia_peermem'], ['kernel module nvidia_peermem is not loaded'],

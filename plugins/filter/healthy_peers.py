@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+name: healthy_peers
+short_description: The peers whose own health check found a live RDMA port
+version_added: 0.1.0
+description:
+  - Takes the C(results) of rdma_info looped over peers (delegated to each) and returns the names of the peers that answered
+    with at least one live port, in loop order. Skipped, unreachable and failed checks leave their peer out.
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  _input:
+    description: The C(results) of the looped health check.
+    type: list
+    elements: dict
+    required: true
+'''
+
+EXAMPLES = r'''
+- name: Keep the healthy peers
+  ansible.builtin.set_fact:
+    usable_peers: "{{ peer_health.results | gpufleet.netval.healthy_peers }}"
+'''
+
+RETURN = r'''
+_value:
+  description: Peer names.
+  type: list
+  elements: str
+'''
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import healthy_peers
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'healthy_peers': healthy_peers}

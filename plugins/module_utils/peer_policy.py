@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which known-good peer measures a node, whether a second peer re-tests it, and how the two peers' figures merge.
+
+Pure functions behind the filters peer_order, healthy_peers, retest_peer and
+merge_retest; playbooks/validate.yml and the verdict role only call them.
+No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+
+
+class PeerPolicyError(ValueError):
+    """An input that names no node or peer the policy can use; the message says which."""
+
+
+def peer_order(node, nodes, peers, explicit=None):
+    """The peers to try for ``node``, best first.
+
+    ``explicit`` (the node's netval_peer) comes first when set; otherwise nodes are spread round-robin over the
+    sorted peers by their position among the sorted ``nodes``, so two nodes rarely start on one peer.  Every other
+    peer follows, sorted, as a fallback.
+    """
+    peers = sorted(set(p for p in peers or [] if p))
+    nodes = sorted(set(nodes or []))
+    if explicit:
+        first = explicit
+    elif not peers:
+        return []
+    else:
+        if node not in nodes:
+            raise PeerPolicyError('node %r is not among the nodes of the run (%s)' % (node, ', '.join(nodes)))
+        first = peers[nodes.index(node) % len(peers)]
+    return [first] + [p for p in peers if p != first]
+
+
+def healthy_peers(health_results):
+    """The peers whose own health check (a looped rdma_info delegated to each) found a live RDMA port, in loop order.
+
+    A skipped, unreachable or failed check, or one with no live port, leaves that peer out.
+    """
+    healthy = []
+    for result in health_results or []:
+        if not isinstance(result, dict) or result.get('skipped') or result.get('unreachable') or result.get('failed'):
+            continue
+        if result.get('live_ports'):
+            healthy.append(result.get('item'))
+    return [peer for peer in healthy if peer]
+
+
+def retest_peer(node_result, healthy, tried, enabled=True):
+    """The peer that should re-test this node, or '' when none should.
+
+    A re-test happens once, when it is enabled, the node is in bucket C, one of its rejects is a figure a second peer
+    re-measures (catalogue ``retest``: iperf3 and per-HCA RDMA bandwidth), and a healthy peer not yet tried exists.
+    A reject a second peer cannot change (a GPU missing, a PCIe link) never sends the node to another peer.
+    """
+    if not enabled or not isinstance(node_result, dict) or node_result.get('bucket') != 'C':
+        return ''
+    if node_result.get('retested_against'):
+        return ''
+    retestable = set(catalogue.retest_metrics())
+    if not any(t.get('status') == 'reject' and t.get('metric') in retestable for t in node_result.get('tests') or []):
+        return ''
+    for peer in healthy or []:
+        if peer not in (tried or []):
+            return peer
+    return ''
+
+
+def merge_retest(first, second):
+    """The second peer's figures for every metric it re-measured, the first peer's for the rest (in the first's order)."""
+    remeasured = set(m.get('metric') for m in second or [])
+    return [m for m in first or [] if m.get('metric') not in remeasured] + list(second or [])
+
+
+def first_peer_tests(first_tests, second_measurements):
+    """The first peer's graded results of the metrics the second peer re-measured (the letter shows both)."""
+    remeasured = set(m.get('metric') for m in second_measurements or [])
+    return [t for t in first_tests or [] if t.get('metric') in remeasured]

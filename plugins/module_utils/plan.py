@@ -1,0 +1,254 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The test plan: catalogue + resolved tier profile + node and peer facts -> the concrete runs.
+
+The tier_tests role loops over what ``tier_test_plan`` returns and does no
+arithmetic of its own: every HCA pair, the GPU of each GPUDirect run, every
+TCP port, every duration and timeout is decided here, where it is unit-tested.
+
+Ports: a node owns the block ``[base + slot * block_size, base + (slot + 1) * block_size)``
+on its peer, so nodes sharing a peer never collide; inside the block each run
+of each test kind takes the next free port, so kinds never collide either.  A
+plan that needs more ports than the block holds is an error, never an overlap.
+
+Nothing is dropped silently: every figure the enabled tests must produce is
+listed in ``expected``; one the plan already knows it cannot measure (no
+NUMA-local GPU for a NIC, a peer with fewer live ports than the all-NIC test
+needs) carries the reason.  No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+
+DEFAULTS = {
+    'slot': 0,
+    'perftest_port_base': 18515,
+    'iperf3_port_base': 5201,
+    'ports_per_node': 32,
+    'duration_override': 0,
+    'timeout_margin': 60,
+    'retest_only': False,
+    'peer_address': 'peer',
+}
+# Per-test parameters that reach the test module unchanged when the profile sets them.
+PERFTEST_PARAMS = ('size', 'tx_depth', 'qps', 'report_gbits')
+# Seconds a test without its own duration may take (perftest's default run, a ping, dcgmi levels).
+UNTIMED_SECONDS = {'perftest': 5, 'jumbo_ping': 10, 'nccl_tests': 1800, 'dcgmi_diag': {1: 120, 2: 900, 3: 3600, 4: 14400}}
+
+
+# The subject of node-scope figures; iperf3 and ping figures are of the link to the peer's address.
+NODE_SUBJECTS = {'nccl_tests': 'all_reduce', 'dcgmi_diag': 'gpus'}
+
+
+class PlanError(ValueError):
+    """The plan cannot be made without a collision or a guess; the message says what to change."""
+
+
+def _options(options):
+    merged = dict(DEFAULTS)
+    for key, value in (options or {}).items():
+        if value is not None:
+            merged[key] = value
+    for key in ('slot', 'perftest_port_base', 'iperf3_port_base', 'ports_per_node', 'duration_override', 'timeout_margin'):
+        try:
+            merged[key] = int(merged[key])
+        except (TypeError, ValueError):
+            raise PlanError('plan option %s must be an integer, got %r' % (key, merged[key]))
+        if merged[key] < 0:
+            raise PlanError('plan option %s must not be negative, got %r' % (key, merged[key]))
+    return merged
+
+
+def _duration(params, options):
+    """The profile's duration, unless the run is shortened for a lab or a smoke run; None keeps the tool's default."""
+    if options['duration_override'] > 0:
+        return options['duration_override']
+    value = params.get('duration')
+    return int(value) if value else None
+
+
+def _timeout(module, duration, params, options):
+    if duration:
+        return duration + options['timeout_margin']
+    untimed = UNTIMED_SECONDS.get(module, 0)
+    if isinstance(untimed, dict):
+        untimed = untimed.get(int(params.get('level') or 1), max(untimed.values()))
+    return untimed + options['timeout_margin']
+
+
+def _gpu_of(nic, gpu_pairs):
+    for pair in gpu_pairs or []:
+        if pair.get('nic') == nic:
+            return pair
+    return None
+
+
+def hca_pairs(node_ports, peer_ports):
+    """Each of the node's live ports with a peer port: in order, re-using the peer's ports round-robin when it has fewer.
+
+    Tests that run one HCA at a time can share a peer port; every node HCA is tested, none is dropped
+    because the peer has fewer live ports.
+    """
+    pairs = []
+    if not peer_ports:
+        return pairs
+    for index, node in enumerate(node_ports or []):
+        peer = peer_ports[index % len(peer_ports)]
+        pairs.append({
+            'device': node.get('device'), 'ib_port': node.get('port') or 1, 'netdev': node.get('netdev'),
+            'gid_index': node.get('gid_index'),
+            'peer_device': peer.get('device'), 'peer_ib_port': peer.get('port') or 1, 'peer_netdev': peer.get('netdev'),
+            'peer_gid_index': peer.get('gid_index'),
+        })
+    return pairs
+
+
+def _expect(metric, subject, reason=None):
+    return {'id': '%s:%s' % (metric, subject) if subject is not None else '%s:*' % metric, 'metric': metric,
+            'subject': subject, 'test': catalogue.test_of_metric(metric), 'reason': reason}
+
+
+class _Ports(object):
+    """Hands out the ports of one node's block on its peer, in order."""
+
+    def __init__(self, options):
+        self.base = options['perftest_port_base'] + options['slot'] * options['ports_per_node']
+        self.size = options['ports_per_node']
+        self.used = 0
+
+    def take(self):
+        if self.used >= self.size:
+            raise PlanError('the plan needs more than %d perftest ports per node on a shared peer: raise tier_tests_ports_per_node'
+                            % self.size)
+        self.used += 1
+        return self.base + self.used - 1
+
+
+def _perftest_run(entry, pair, params, options, ports, metric, gpu=None):
+    duration = _duration(params, options)
+    run = dict(pair)
+    run.update({
+        'test': entry['name'], 'tool': entry['tool'], 'metric': metric, 'id': '%s:%s' % (metric, pair['device']),
+        'subject': pair['device'], 'port': ports.take(), 'duration': duration,
+        'timeout': _timeout('perftest', duration, params, options), 'use_cuda': gpu,
+    })
+    for key in PERFTEST_PARAMS:
+        run[key] = params.get(key)
+    run['report_gbits'] = bool(run['report_gbits'])
+    return run
+
+
+def _plan_perftest(entry, params, pairs, gpu_pairs, options, ports, expected):
+    metric = entry['metrics'][0]
+    runs = []
+    if entry['scope'] == catalogue.SCOPE_HCA:
+        for pair in pairs:
+            expected.append(_expect(metric, pair['device']))
+            runs.append(_perftest_run(entry, pair, params, options, ports, metric))
+    elif entry['scope'] == catalogue.SCOPE_GPU_NIC:
+        for pair in pairs:
+            gpu = _gpu_of(pair['device'], gpu_pairs)
+            if gpu is None or gpu.get('gpu') is None:
+                expected.append(_expect(metric, pair['device'], 'no GPU paired with %s in nvidia-smi topo -m: GPUDirect RDMA could '
+                                        'not be run for it' % pair['device']))
+                continue
+            expected.append(_expect(metric, pair['device']))
+            runs.append(_perftest_run(entry, pair, params, options, ports, metric, gpu=int(gpu['gpu'])))
+    elif entry['scope'] == catalogue.SCOPE_FIRST_HCA:
+        for pair in pairs[:1]:
+            expected.append(_expect(metric, pair['device']))
+            runs.append(_perftest_run(entry, pair, params, options, ports, metric))
+    return runs
+
+
+def _plan_all_nics(entry, params, pairs, peer_ports, options, ports, expected):
+    """Every HCA at once: one aggregate figure and a pause rate per node netdev."""
+    aggregate, pause = entry['metrics']
+    distinct_peers = len(set((p['peer_device'], p['peer_ib_port']) for p in pairs))
+    netdevs = sorted(set(p['netdev'] for p in pairs if p.get('netdev')))
+    if len(pairs) < 2:
+        expected.append(_expect(aggregate, 'all NICs', 'the node has %d live RDMA port(s): nothing to run at once' % len(pairs)))
+        return []
+    if distinct_peers < len(pairs):
+        reason = ('the peer has %d live RDMA port(s) for the node\'s %d: running every NIC at once would share peer HCAs '
+                  'and measure the peer, not the node' % (distinct_peers, len(pairs)))
+        expected.append(_expect(aggregate, 'all NICs', reason))
+        for netdev in netdevs:
+            expected.append(_expect(pause, netdev, reason))
+        return []
+    expected.append(_expect(aggregate, 'all NICs'))
+    for netdev in netdevs:
+        expected.append(_expect(pause, netdev))
+    duration = _duration(params, options)
+    runs = []
+    for pair in pairs:
+        run = _perftest_run(entry, pair, params, options, ports, aggregate)
+        run['id'] = '%s:%s' % (aggregate, pair['device'])
+        runs.append(run)
+    return [{'test': entry['name'], 'tool': entry['tool'], 'metric': aggregate, 'pause_metric': pause, 'id': '%s:all NICs' % aggregate,
+             'subject': 'all NICs', 'duration': duration, 'timeout': _timeout('perftest', duration, params, options),
+             'clients': runs}]
+
+
+def _plan_node_test(entry, params, pairs, options, iperf3_port, expected):
+    module = entry['module']
+    duration = _duration(params, options)
+    run = {'test': entry['name'], 'module': module, 'metrics': list(entry['metrics']), 'metric': entry['metrics'][0],
+           'duration': duration, 'timeout': _timeout(module, duration, params, options), 'peer_address': options['peer_address'],
+           'subject': NODE_SUBJECTS.get(module, options['peer_address'])}
+    run.update(dict((k, v) for k, v in params.items() if k not in ('enabled', 'ungraded', 'duration')))
+    if module == 'iperf3':
+        run['port'] = iperf3_port
+        expected.append(_expect('iperf3_gbps', run['subject']))
+    elif module == 'jumbo_ping':
+        for metric in entry['metrics']:
+            expected.append(_expect(metric, run['subject']))
+    elif module == 'nccl_tests':
+        run['ib_hca'] = sorted(set([p['device'] for p in pairs] + [p['peer_device'] for p in pairs]))
+        run['socket_ifname'] = sorted(set(n for p in pairs for n in (p.get('netdev'), p.get('peer_netdev')) if n))
+        for metric in entry['metrics']:
+            expected.append(_expect(metric, run['subject']))
+    elif module == 'dcgmi_diag':
+        expected.append(_expect('dcgmi_diag', None))
+    return run
+
+
+def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None):
+    """The runs of one node against one peer.
+
+    ``profile``: the resolved tier profile; ``node_ports`` / ``peer_ports``: rdma_info's ``live_ports`` of each box;
+    ``gpu_pairs``: gpu_info's ``gpu_nic_pairs``; ``options``: slot, perftest_port_base, iperf3_port_base,
+    ports_per_node, duration_override, timeout_margin, retest_only, peer_address (the subject of peer-link figures).
+
+    Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
+    perftest tests], expected: [{id, metric, subject, test, reason}], pairs: [...]}.  Subjects of node-scope figures
+    are the peer's address (iperf3, ping), 'all_reduce' (nccl) and 'all NICs', as the measurements name them.
+    """
+    options = _options(options)
+    tests_params = (profile or {}).get('tests') or {}
+    pairs = hca_pairs(node_ports, peer_ports)
+    ports = _Ports(options)
+    iperf3_port = options['iperf3_port_base'] + options['slot']
+    plan = {'tests': [], 'runs': {}, 'perftest_tests': [], 'expected': [], 'pairs': pairs}
+    for entry in catalogue.enabled_tests(profile):
+        if options['retest_only'] and not entry['retest']:
+            continue
+        params = tests_params.get(entry['name']) or {}
+        if entry['needs_peer'] and entry['module'] == 'perftest' and not pairs:
+            for metric in entry['metrics']:
+                plan['expected'].append(_expect(metric, None, 'no live RDMA port pair between the node and its peer'))
+            continue
+        if entry['scope'] == catalogue.SCOPE_ALL_HCAS:
+            runs = _plan_all_nics(entry, params, pairs, peer_ports, options, ports, plan['expected'])
+        elif entry['module'] == 'perftest':
+            runs = _plan_perftest(entry, params, pairs, gpu_pairs, options, ports, plan['expected'])
+            if runs:
+                plan['perftest_tests'].append(entry['name'])
+        else:
+            runs = [_plan_node_test(entry, params, pairs, options, iperf3_port, plan['expected'])]
+        plan['tests'].append(entry['name'])
+        plan['runs'][entry['name']] = runs
+    return plan

@@ -1,0 +1,64 @@
+"""Peer choice, the re-test decision and the merge of two peers' figures."""
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import peer_policy
+
+
+def graded(metric, status, subject='mlx5_0'):
+    return {'id': '%s:%s' % (metric, subject), 'metric': metric, 'subject': subject, 'status': status}
+
+
+def test_nodes_are_spread_round_robin_over_the_sorted_peers_with_the_rest_as_fallback():
+    nodes = ['node03', 'node01', 'node02']
+    peers = ['peer02', 'peer01']
+    assert peer_policy.peer_order('node01', nodes, peers) == ['peer01', 'peer02']
+    assert peer_policy.peer_order('node02', nodes, peers) == ['peer02', 'peer01']
+    assert peer_policy.peer_order('node03', nodes, peers) == ['peer01', 'peer02']
+
+
+def test_an_explicit_peer_comes_first_even_outside_the_group():
+    assert peer_policy.peer_order('node01', ['node01'], ['peer01', 'peer02'], 'peer02') == ['peer02', 'peer01']
+    assert peer_policy.peer_order('node01', ['node01'], [], 'lab-peer') == ['lab-peer']
+
+
+def test_no_peers_gives_no_order_and_an_unknown_node_is_refused():
+    assert peer_policy.peer_order('node01', ['node01'], []) == []
+    with pytest.raises(peer_policy.PeerPolicyError, match='node09'):
+        peer_policy.peer_order('node09', ['node01'], ['peer01'])
+
+
+def test_healthy_peers_answered_with_a_live_port():
+    results = [{'item': 'peer02', 'live_ports': [{'device': 'mlx5_0'}]},
+               {'item': 'peer01', 'unreachable': True, 'msg': 'ssh: connect to host'},
+               {'item': 'peer03', 'live_ports': []},
+               {'item': 'peer04', 'failed': True, 'msg': 'no /sys/class/infiniband'},
+               {'item': 'peer05', 'skipped': True},
+               {'item': 'peer06', 'live_ports': [{'device': 'mlx5_1'}]}]
+    assert peer_policy.healthy_peers(results) == ['peer02', 'peer06']
+
+
+def test_a_throughput_reject_is_retested_once_on_an_untried_healthy_peer():
+    result = {'bucket': 'C', 'tests': [graded('ib_send_bw_gbs', 'reject'), graded('gdr_bw_gbs', 'healthy')]}
+    assert peer_policy.retest_peer(result, ['peer01', 'peer02'], ['peer01']) == 'peer02'
+    assert peer_policy.retest_peer(dict(result, retested_against='peer02'), ['peer01', 'peer02'], ['peer01']) == ''
+    assert peer_policy.retest_peer(result, ['peer01'], ['peer01']) == ''
+    assert peer_policy.retest_peer(result, ['peer01', 'peer02'], ['peer01'], enabled=False) == ''
+
+
+def test_a_reject_a_second_peer_cannot_change_is_not_retested():
+    gpu = {'bucket': 'C', 'tests': [graded('gdr_bw_gbs', 'reject')], 'findings': [{'check': 'gpu_count', 'status': 'reject'}]}
+    assert peer_policy.retest_peer(gpu, ['peer01', 'peer02'], ['peer01']) == ''
+    marginal = {'bucket': 'B', 'tests': [graded('iperf3_gbps', 'marginal', '10.0.0.2')]}
+    assert peer_policy.retest_peer(marginal, ['peer01', 'peer02'], ['peer01']) == ''
+    tcp = {'bucket': 'C', 'tests': [graded('iperf3_gbps', 'reject', '10.0.0.2')]}
+    assert peer_policy.retest_peer(tcp, ['peer01', 'peer02'], ['peer01']) == 'peer02'
+
+
+def test_merge_keeps_the_second_peers_figures_for_what_it_re_measured():
+    first = [graded('jumbo_ping_loss_pct', 'healthy', '10.0.0.2'), graded('ib_send_bw_gbs', 'reject', 'mlx5_0'),
+             graded('ib_send_bw_gbs', 'healthy', 'mlx5_1'), graded('gdr_bw_gbs', 'healthy')]
+    second = [dict(graded('ib_send_bw_gbs', 'healthy', 'mlx5_0'), peer='peer02'), dict(graded('ib_send_bw_gbs', 'healthy', 'mlx5_1'), peer='peer02')]
+    merged = peer_policy.merge_retest(first, second)
+    assert [m['id'] for m in merged] == ['jumbo_ping_loss_pct:10.0.0.2', 'gdr_bw_gbs:mlx5_0', 'ib_send_bw_gbs:mlx5_0', 'ib_send_bw_gbs:mlx5_1']
+    assert all(m.get('peer') == 'peer02' for m in merged if m['metric'] == 'ib_send_bw_gbs')
+    assert [t['id'] for t in peer_policy.first_peer_tests(first, second)] == ['ib_send_bw_gbs:mlx5_0', 'ib_send_bw_gbs:mlx5_1']

@@ -1,0 +1,135 @@
+"""The test plan: every run, port, GPU, duration and timeout decided in Python, from the shipped tier profiles."""
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, nvidia, plan
+from tests.unit import fixtures
+
+with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
+    TIERS = yaml.safe_load(handle)['tier_profile_tiers']
+
+TOPO = 'nvidia-smi-topo/topo_m_dgx_a100_NV12_12NICs_pxb_nccl1505_truncated.txt'
+
+
+def live_ports(count, prefix='mlx5_', netdev='ibp%ds0', gid=None):
+    """rdma_info live_ports as rdma.select_live_ports returns them."""
+    return [{'device': '%s%d' % (prefix, i), 'port': 1, 'netdev': netdev % i, 'ipv4': None, 'rate_gbps': 400,
+             'link_layer': 'InfiniBand', 'gid_index': gid} for i in range(count)]
+
+
+def gpu_pairs_of(devices):
+    """GPU-NIC pairs from a real DGX A100 topology (nvidia-smi topo -m), its NIC columns renamed to ``devices``."""
+    pairs = nvidia.pair_gpus_with_nics(nvidia.parse_nvidia_smi_topo(fixtures.shared(TOPO)))
+    return [dict(pair, nic=device) for pair, device in zip(pairs, devices)]
+
+
+def plan_400g(slot=0, **options):
+    node = live_ports(8)
+    options = dict({'slot': slot, 'peer_address': '10.252.0.2'}, **options)
+    return plan.tier_test_plan(TIERS['400G'], node, live_ports(8), gpu_pairs_of([p['device'] for p in node]), options)
+
+
+def perftest_ports(made):
+    ports = []
+    for name in made['perftest_tests']:
+        ports += [run['port'] for run in made['runs'][name]]
+    for run in made['runs'].get('all_nics', []):
+        ports += [client['port'] for client in run['clients']]
+    return ports
+
+
+def test_400g_plan_runs_every_enabled_test_in_catalogue_order():
+    made = plan_400g()
+    assert made['tests'] == [t['name'] for t in catalogue.enabled_tests(TIERS['400G'])]
+    assert made['tests'] == ['jumbo_ping', 'iperf3', 'ib_send_bw', 'gdr', 'all_nics', 'nccl', 'dcgmi']
+    assert [r['device'] for r in made['runs']['ib_send_bw']] == ['mlx5_%d' % i for i in range(8)]
+    assert made['runs']['ib_send_bw'][0]['tx_depth'] == 128 and made['runs']['ib_send_bw'][0]['size'] == 65536
+
+
+def test_ports_are_unique_across_test_kinds_and_across_nodes_sharing_a_peer():
+    first, second = plan_400g(slot=0), plan_400g(slot=1)
+    ports_first, ports_second = perftest_ports(first), perftest_ports(second)
+    assert len(ports_first) == len(set(ports_first)) == 8 + 8 + 8
+    assert not set(ports_first) & set(ports_second)
+    assert min(ports_second) == 18515 + 32 and first['runs']['iperf3'][0]['port'] != second['runs']['iperf3'][0]['port']
+
+
+def test_a_plan_that_needs_more_ports_than_its_block_is_an_error_not_an_overlap():
+    with pytest.raises(plan.PlanError, match='tier_tests_ports_per_node'):
+        plan_400g(ports_per_node=16)
+
+
+def test_durations_and_timeouts_come_from_the_profile_or_the_override():
+    made = plan_400g()
+    assert made['runs']['iperf3'][0]['duration'] == 60 and made['runs']['iperf3'][0]['timeout'] == 120
+    assert made['runs']['all_nics'][0]['duration'] == 60
+    # ib_send_bw has no duration in the profile: perftest's own default, with a timeout that still bounds it.
+    assert made['runs']['ib_send_bw'][0]['duration'] is None and made['runs']['ib_send_bw'][0]['timeout'] == 5 + 60
+    assert made['runs']['dcgmi'][0]['level'] == 3 and made['runs']['dcgmi'][0]['timeout'] == 3600 + 60
+    short = plan_400g(duration_override=2, timeout_margin=10)
+    assert {r['duration'] for name in ('ib_send_bw', 'gdr') for r in short['runs'][name]} == {2}
+    assert short['runs']['iperf3'][0]['timeout'] == 12 and short['runs']['all_nics'][0]['clients'][0]['timeout'] == 12
+
+
+def test_gdr_runs_each_nic_with_its_numa_local_gpu_and_names_the_one_without():
+    node = live_ports(8)
+    pairs = gpu_pairs_of([p['device'] for p in node])
+    pairs[3] = dict(pairs[3], gpu=None)
+    made = plan.tier_test_plan(TIERS['400G'], node, live_ports(8), pairs, {})
+    assert [(r['device'], r['use_cuda']) for r in made['runs']['gdr']] == [
+        ('mlx5_0', 0), ('mlx5_1', 0), ('mlx5_2', 2), ('mlx5_4', 0), ('mlx5_5', 0), ('mlx5_6', 4), ('mlx5_7', 4)]
+    missing = [e for e in made['expected'] if e['metric'] == 'gdr_bw_gbs' and e['reason']]
+    assert [e['subject'] for e in missing] == ['mlx5_3'] and 'no GPU paired' in missing[0]['reason']
+    assert all(r['use_cuda'] is None for r in made['runs']['ib_send_bw'])
+
+
+def test_a_peer_with_fewer_live_ports_still_tests_every_node_hca_and_says_why_all_nics_cannot_run():
+    made = plan.tier_test_plan(TIERS['400G'], live_ports(8), live_ports(4), gpu_pairs_of(['mlx5_%d' % i for i in range(8)]), {})
+    assert [(r['device'], r['peer_device']) for r in made['runs']['ib_send_bw']][3:6] == [
+        ('mlx5_3', 'mlx5_3'), ('mlx5_4', 'mlx5_0'), ('mlx5_5', 'mlx5_1')]
+    assert made['runs']['all_nics'] == []
+    reasons = [e['reason'] for e in made['expected'] if e['test'] == 'all_nics']
+    assert len(reasons) == 1 + 8 and all('4 live RDMA port(s)' in r for r in reasons)
+
+
+def test_no_peer_port_means_every_rdma_figure_is_expected_with_the_reason():
+    made = plan.tier_test_plan(TIERS['400G'], live_ports(8), [], [], {'peer_address': '10.0.0.2'})
+    rdma = [e for e in made['expected'] if e['test'] in ('ib_send_bw', 'gdr', 'all_nics')]
+    assert rdma and all('no live RDMA port pair' in e['reason'] for e in rdma)
+    assert 'iperf3' in made['runs'] and 'ib_send_bw' not in made['runs']
+
+
+def test_expected_lists_one_figure_per_hca_and_per_node_test():
+    ids = [e['id'] for e in plan_400g()['expected']]
+    assert len(ids) == len(set(ids))
+    assert 'iperf3_gbps:10.252.0.2' in ids and 'jumbo_ping_rtt_ms:10.252.0.2' in ids and 'all_nics_gbs:all NICs' in ids
+    assert sum(1 for i in ids if i.startswith('ib_send_bw_gbs:')) == 8 and sum(1 for i in ids if i.startswith('pause_per_s:')) == 8
+    assert 'nccl_wrong:all_reduce' in ids and 'dcgmi_diag:*' in ids
+
+
+def test_retest_plan_has_only_what_a_second_peer_re_measures():
+    made = plan_400g(retest_only=True)
+    assert made['tests'] == ['iperf3', 'ib_send_bw']
+    assert {e['metric'] for e in made['expected']} == {'iperf3_gbps', 'ib_send_bw_gbs'}
+
+
+def test_roce_pair_keeps_each_boxs_device_latency_on_the_first_hca_and_gbits():
+    node = [{'device': 'rocep1s0f0', 'port': 1, 'netdev': 'enp1s0f0np0', 'gid_index': 3}]
+    peer = [{'device': 'rocep1s0f1', 'port': 1, 'netdev': 'enp1s0f1np1', 'gid_index': 5}]
+    made = plan.tier_test_plan(TIERS['roce-pair-2x100g'], node, peer, [], {})
+    write, = made['runs']['ib_write_bw']
+    assert (write['device'], write['peer_device'], write['gid_index'], write['peer_gid_index']) == ('rocep1s0f0', 'rocep1s0f1', 3, 5)
+    assert write['report_gbits'] is True and write['metric'] == 'ib_write_bw_gbps'
+    assert [r['metric'] for r in made['runs']['ib_write_lat']] == ['ib_write_lat_us']
+    nccl, = made['runs']['nccl']
+    assert nccl['ib_hca'] == ['rocep1s0f0', 'rocep1s0f1'] and nccl['socket_ifname'] == ['enp1s0f0np0', 'enp1s0f1np1']
+    assert nccl['at_bytes'] == 16384 and nccl['net_plugin'] == 'none'
+
+
+def test_bad_options_are_refused_with_the_option_named():
+    with pytest.raises(plan.PlanError, match='slot'):
+        plan_400g(slot='first')
+    with pytest.raises(plan.PlanError, match='timeout_margin'):
+        plan_400g(timeout_margin=-1)
