@@ -1,4 +1,4 @@
-"""The verdict filters: node_verdict, verdict_profile_errors and preflight_findings as a playbook calls them."""
+"""The verdict filters: node_verdict, tier_profile_errors (its verdict part) and preflight_findings as a playbook calls them."""
 import copy
 import os
 
@@ -6,7 +6,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.filter import node_verdict, preflight_findings, verdict_profile_errors
+from ansible_collections.gpufleet.netval.plugins.filter import node_verdict, preflight_findings, tier_profile_errors
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -24,13 +24,13 @@ def test_node_verdict_takes_the_resolved_profile_and_names_a_bad_one():
 
 
 def test_profile_errors_filter_lists_every_problem():
-    errors = verdict_profile_errors.FilterModule().filters()['verdict_profile_errors']
-    assert all(errors(profile) == [] for profile in TIERS.values())
+    errors = tier_profile_errors.FilterModule().filters()['tier_profile_errors']
+    assert all(errors(profile, name) == [] for name, profile in TIERS.items())
     broken = copy.deepcopy(TIERS['400G'])
     broken['thresholds']['ib_send_bw_gbs'] = {'healthy': [46, 48]}
     broken['preflight']['gpu_pages_pending'] = {'severity': 'fatal'}
-    assert errors(broken) == ['threshold ib_send_bw_gbs needs exactly one of reject_below / reject_above',
-                              'preflight.gpu_pages_pending.severity must be marginal or reject']
+    assert errors(broken, '400G') == ['tier 400G: threshold ib_send_bw_gbs needs exactly one of reject_below / reject_above',
+                                      'tier 400G: preflight.gpu_pages_pending.severity must be marginal or reject']
 
 
 def test_preflight_findings_filter_refuses_a_malformed_check_setting():
