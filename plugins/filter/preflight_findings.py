@@ -13,6 +13,8 @@ description:
   - Turns the results of rdma_info, pcie_info, nic_info, mlx_fw_info, gpu_info and host_tuning_info into preflight findings
     (check, subject, status healthy/marginal/reject/unknown, expected, actual, detail, blocking, verbatim).
   - A blocking finding (GPUs missing, ports down, RDMA modules missing) means throughput tests would give meaningless numbers.
+  - The checks the profile's C(preflight) mapping configures (hugepages on the cmdline, NIC firmware per model, GPU memory wear)
+    take their expectation and severity from it; a malformed entry fails the filter with a message naming it.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -39,9 +41,18 @@ _value:
   elements: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.preflight import preflight_findings
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.preflight import preflight_errors, preflight_findings
+
+
+def _preflight_findings(facts, profile):
+    errors = preflight_errors(profile)
+    if errors:
+        raise AnsibleFilterError('preflight_findings: %s' % '; '.join(errors))
+    return preflight_findings(facts or {}, profile)
 
 
 class FilterModule(object):
     def filters(self):
-        return {'preflight_findings': preflight_findings}
+        return {'preflight_findings': _preflight_findings}

@@ -282,7 +282,7 @@ def nccl_transport_entry(graded, profile, transport):
            and e.get('value') is not None]
     if not settings.get('enabled') or required is None or not ran:
         return None
-    entry = {'id': '%s:%s' % (NCCL_TRANSPORT, ran[0].get('subject')), 'kind': 'nccl', 'metric': NCCL_TRANSPORT,
+    entry = {'id': '%s:%s' % (NCCL_TRANSPORT, ran[0].get('subject')), 'kind': None, 'metric': NCCL_TRANSPORT,
              'subject': ran[0].get('subject'), 'peer': ran[0].get('peer'), 'peer_device': None, 'test': NCCL_TEST,
              'value': transport, 'unit': None, 'as_printed': 'NET/%s' % transport if transport else None,
              'verbatim': [], 'cmd': ran[0].get('cmd'), 'raw': '', 'error': None, 'error_class': None, 'error_side': None,
@@ -696,10 +696,14 @@ def _key(entry):
 
 
 def unexplained(results, explained):
-    """The catch-all: one cause for each marginal or reject result that no rule explained."""
+    """The catch-all: one cause for each result that is neither healthy nor info and that no rule explained.
+
+    That covers a status outside the vocabulary too (a stale 'ok', a tool's 'warn'): it keeps the node out of
+    bucket A, so it must be named rather than leave the summary's cause column empty.
+    """
     causes = []
     for entry in list(results.findings) + list(results.tests):
-        if entry.get('status') not in BAD or _key(entry) in explained:
+        if entry.get('status') in (HEALTHY, INFO) or _key(entry) in explained:
             continue
         name = catalogue.label(entry['metric']) if entry.get('metric') else entry.get('check')
         measured = entry.get('as_printed') or entry.get('actual')

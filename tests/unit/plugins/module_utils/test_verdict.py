@@ -326,3 +326,11 @@ def test_preflight_and_verdict_share_one_status_vocabulary():
              'gpu': {'gpu_count': 8, 'gpus': [], 'xid_events': []}, 'nic': {'msg': 'ethtool missing'}, 'pcie': None, 'firmware': None}
     statuses = set(f['status'] for f in preflight.preflight_findings(facts, P400))
     assert statuses == {'healthy', 'marginal', 'reject', 'unknown'} and statuses <= set(verdict.STATUSES)
+
+
+def test_a_status_outside_the_vocabulary_is_named_not_silently_b():
+    stale = {'check': 'port_state', 'subject': 'mlx5_0/1', 'status': 'ok', 'expected': 'Active', 'actual': 'ACTIVE',
+             'detail': 'mlx5_0/1 Active at 400 Gb/s', 'blocking': False, 'verbatim': []}
+    result = verdict.node_verdict([], [stale], P400)
+    assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['unexplained']
+    assert 'port_state on mlx5_0/1 is ok' in result['causes'][0]['detail']

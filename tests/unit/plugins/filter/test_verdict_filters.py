@@ -1,0 +1,42 @@
+"""The verdict filters: node_verdict, tier_profile_errors (its verdict part) and preflight_findings as a playbook calls them."""
+import copy
+import os
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.netval.plugins.filter import node_verdict, preflight_findings, tier_profile_errors
+from tests.unit import fixtures
+
+with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
+    TIERS = yaml.safe_load(handle)['tier_profile_tiers']
+
+
+def test_node_verdict_takes_the_resolved_profile_and_names_a_bad_one():
+    grade = node_verdict.FilterModule().filters()['node_verdict']
+    figure = {'id': 'ib_send_bw_gbs:mlx5_0', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'value': 47.0, 'unit': 'GB/s'}
+    assert grade([figure], [], TIERS['400G'], {'nccl_transport': None, 'expected': None})['bucket'] == 'A'
+    broken = copy.deepcopy(TIERS['400G'])
+    broken['cause_rules']['platform_min_ratio'] = 75
+    with pytest.raises(AnsibleFilterError, match='node_verdict: cause_rules.platform_min_ratio must be a fraction'):
+        grade([figure], [], broken)
+
+
+def test_profile_errors_filter_lists_every_problem():
+    errors = tier_profile_errors.FilterModule().filters()['tier_profile_errors']
+    assert all(errors(profile, name) == [] for name, profile in TIERS.items())
+    broken = copy.deepcopy(TIERS['400G'])
+    broken['thresholds']['ib_send_bw_gbs'] = {'healthy': [46, 48]}
+    broken['preflight']['gpu_pages_pending'] = {'severity': 'fatal'}
+    assert errors(broken, '400G') == ['tier 400G: threshold ib_send_bw_gbs needs exactly one of reject_below / reject_above',
+                                      'tier 400G: preflight.gpu_pages_pending.severity must be marginal or reject']
+
+
+def test_preflight_findings_filter_refuses_a_malformed_check_setting():
+    grade = preflight_findings.FilterModule().filters()['preflight_findings']
+    assert grade({}, TIERS['400G']) == []
+    broken = copy.deepcopy(TIERS['400G'])
+    broken['preflight']['hugepages_cmdline'] = {'severity': 'marginal'}
+    with pytest.raises(AnsibleFilterError, match='preflight_findings: preflight.hugepages_cmdline.default_size is missing'):
+        grade({}, broken)
