@@ -17,6 +17,9 @@ import re
 import socket
 import sys
 import time
+import uuid
+
+from netval_lab import fabric
 
 STATE_ROOT = '/run/netval-lab/nodes'
 PERFTEST_PORT = 18515
@@ -1332,16 +1335,24 @@ def _perftest_server(state, nic, params, port):
                                 ' Unable to open file descriptor for socket connection', ' Unable to init the socket connection'])
     finally:
         listener.close()
+    mine = None
     with conn:
         try:
             hello = _recv_line(conn, 30)
             if not hello or hello.get('tool') != params['tool']:
                 return _perftest_error([' Failed to exchange data between server and clients'])
             local = _endpoint_info(nic)
-            _send_line(conn, {'ok': True, 'info': local, 'ip': _local_fabric_ip(nic, state)})
+            mine = _open_session(nic, conn.getsockname()[0], '%s server port %d' % (params['tool'], port), params, hello.get('session'))
+            _send_line(conn, {'ok': True, 'info': local, 'ip': _local_fabric_ip(nic, state), 'capacity': mine['hca'][0],
+                              'lat': _own_latency(nic, params)})
             done = _recv_line(conn, 60)
+            ours = _close_session(mine)
+            if done:
+                _send_line(conn, {'shares': ours})
         except (OSError, ValueError):
             return _perftest_error([' Failed to exchange data between server and clients'])
+        finally:
+            _close_session(mine)
     if not done:
         return _perftest_error([' Failed to exchange data between server and clients'])
     for key in ('sweep', 'size', 'iters', 'duration', 'bidir', 'gbits', 'qps'):
@@ -1349,14 +1360,36 @@ def _perftest_server(state, nic, params, port):
     lines = cuda + _perftest_header(state, nic, params, True, [])
     lines += _address_lines(nic, local, hello['info'], _local_fabric_ip(nic, state), peer[0])
     if params['tool'].endswith('_bw'):
-        lines += _bw_rows(params, hello['bw_bytes'])
+        lines += _bw_rows(params, fabric.session_bytes(ours + (done.get('shares') or [])))
     else:
-        lines += _lat_rows(params, hello['lat'])
+        lines += _lat_rows(params, max(_own_latency(nic, params), hello['lat']))
     out('\n'.join(lines))
     return 0
 
 
+def _own_latency(nic, params):
+    return nic['lat_us'] * (1.8 if params['tool'] == 'ib_read_lat' else 1.0)
+
+
+def _open_session(nic, local_address, label, params, session_id):
+    """Enter this session in the ledgers of this end's HCA and rail (both kept under this host's node dir)."""
+    rail = fabric.rail_of(local_address)
+    session = {'hca': (fabric.hca_capacity_bytes(nic, params['cuda'] is not None), fabric.Ledger(node_dir(), nic['name'])),
+               'rail': (fabric.rail_rate_bytes(rail), fabric.Ledger(node_dir(), 'rail-%s' % (rail or 'unknown')))}
+    for _capacity, ledger in session.values():
+        ledger.open(label, session_id)
+    return session
+
+
+def _close_session(session):
+    """[(capacity, overlapping sessions)] of this end's HCA and rail, to combine with the other end's.  Closing twice is harmless."""
+    if session is None:
+        return []
+    return [[capacity, ledger.close()] for capacity, ledger in (session['hca'], session['rail'])]
+
+
 def _perftest_client(state, nic, params, host, port):
+    """The client end: both ends' HCAs, the rail and the sessions sharing either HCA decide what it prints (fabric.py)."""
     cuda = _cuda_lines(state, params)
     try:
         sock = socket.create_connection((host, port), timeout=float(os.environ.get('NETVAL_LAB_PERFTEST_CONNECT', '5')))
@@ -1365,26 +1398,31 @@ def _perftest_client(state, nic, params, host, port):
                                 ' Unable to open file descriptor for socket connection',
                                 ' Unable to init the socket connection'])
     local = _endpoint_info(nic)
-    bw_gb = nic['gdr_bw_gbytes_s'] if params['cuda'] is not None else nic['bw_gbytes_s']
-    lat = nic['lat_us'] * (1.8 if params['tool'] == 'ib_read_lat' else 1.0)
+    mine = None
     with sock:
         try:
-            _send_line(sock, {'tool': params['tool'], 'info': local, 'bw_bytes': bw_gb * 1e9, 'lat': lat,
+            session_id = uuid.uuid4().hex
+            mine = _open_session(nic, sock.getsockname()[0], '%s client to %s:%d' % (params['tool'], host, port), params, session_id)
+            _send_line(sock, {'tool': params['tool'], 'session': session_id, 'info': local, 'capacity': mine['hca'][0], 'lat': _own_latency(nic, params),
                               'params': {key: params[key] for key in ('sweep', 'size', 'iters', 'duration', 'bidir', 'gbits', 'qps')}})
             reply = _recv_line(sock, 30)
             if not reply or not reply.get('ok'):
                 raise ValueError('no reply')
             if params['duration']:
                 time.sleep(min(params['duration'], 2))
-            _send_line(sock, {'done': True})
+            ours = _close_session(mine)
+            _send_line(sock, {'done': True, 'shares': ours})
+            remote = _recv_line(sock, 30) or {}
         except (OSError, ValueError):
             return _perftest_error([' Failed to exchange data between server and clients'])
+        finally:
+            _close_session(mine)
     lines = _perftest_header(state, nic, params, False, cuda)
     lines += _address_lines(nic, local, reply['info'], _local_fabric_ip(nic, state), reply.get('ip') or host)
     if params['tool'].endswith('_bw'):
-        lines += _bw_rows(params, bw_gb * 1e9)
+        lines += _bw_rows(params, fabric.session_bytes(ours + (remote.get('shares') or [])))
     else:
-        lines += _lat_rows(params, lat)
+        lines += _lat_rows(params, max(_own_latency(nic, params), reply['lat']))
     out('\n'.join(lines))
     return 0
 

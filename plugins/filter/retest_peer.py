@@ -7,11 +7,11 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 name: retest_peer
-short_description: The peer that should re-test a node before a throughput reject is final, or an empty string
+short_description: The peer that should re-test a node before a reject is final, or an empty string
 version_added: 0.1.0
 description:
   - Once, when enabled, for a bucket C node with a reject among the figures a second peer re-measures (the test catalogue's
-    C(retest) tests: iperf3 and per-HCA RDMA bandwidth), the first healthy peer not yet tried.
+    C(retest) tests, every test that depends on the peer or the cable to it, not NCCL), the first healthy peer not yet tried.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:

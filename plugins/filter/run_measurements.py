@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Converts the registered result of the module that ran one run of P(gpufleet.netval.test_plan#filter) into measurement
     dicts, read as the test catalogue says for the run's test (unit, reader, subject).
-  - For the all-NIC test the input is C({clients, before, after}): the concurrent clients' results and the two nic_info
+  - For the all-NIC test the input is C({clients, before, after}), the concurrent clients' results and the two nic_info
     counter snapshots; it gives the aggregate and one pause-frame rate per RDMA netdev.
 author:
   - gpufleet.netval maintainers (@gpufleet)

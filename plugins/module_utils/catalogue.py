@@ -19,7 +19,8 @@ A test entry:
                 gpu_nic: one run per node HCA with its NUMA-local GPU (GPUDirect RDMA);
                 first_hca: one run on the node's first HCA; all_hcas: every HCA at once
     needs_peer  whether it measures against a known-good peer
-    retest      whether a second peer re-runs it before a throughput reject is final
+    retest      whether a second peer re-runs it before a reject is final: every test whose figure depends on the
+                peer's HCA or the cable to it; not NCCL (long, and its failures are configuration) nor dcgmi (local)
     ports       which TCP port range its runs use: perftest, iperf3, or None
     metrics     the metric names it produces (keys of METRICS)
 
@@ -62,14 +63,14 @@ def _metric(unit, label, reads, family, field=None, graded_by='threshold', per='
 # In the order a node runs them: cheap reachability first, the sustained all-NIC test late,
 # the GPU diagnostics last (they load the GPUs, which would disturb the network tests).
 TESTS = (
-    _test('jumbo_ping', 'jumbo_ping', SCOPE_NODE, ['jumbo_ping_loss_pct', 'jumbo_ping_rtt_ms']),
+    _test('jumbo_ping', 'jumbo_ping', SCOPE_NODE, ['jumbo_ping_loss_pct', 'jumbo_ping_rtt_ms'], retest=True),
     _test('iperf3', 'iperf3', SCOPE_NODE, ['iperf3_gbps'], retest=True, ports=PORTS_IPERF3),
     _test('ib_send_bw', 'perftest', SCOPE_HCA, ['ib_send_bw_gbs'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
     _test('ib_write_bw', 'perftest', SCOPE_HCA, ['ib_write_bw_gbps'], tool='ib_write_bw', retest=True, ports=PORTS_PERFTEST),
     _test('ib_read_bw', 'perftest', SCOPE_HCA, ['ib_read_bw_gbs'], tool='ib_read_bw', retest=True, ports=PORTS_PERFTEST),
-    _test('gdr', 'perftest', SCOPE_GPU_NIC, ['gdr_bw_gbs'], tool='ib_send_bw', ports=PORTS_PERFTEST, use_cuda=True),
-    _test('ib_write_lat', 'perftest', SCOPE_FIRST_HCA, ['ib_write_lat_us'], tool='ib_write_lat', ports=PORTS_PERFTEST),
-    _test('all_nics', 'perftest', SCOPE_ALL_HCAS, ['all_nics_gbs', 'pause_per_s'], tool='ib_send_bw', ports=PORTS_PERFTEST),
+    _test('gdr', 'perftest', SCOPE_GPU_NIC, ['gdr_bw_gbs'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST, use_cuda=True),
+    _test('ib_write_lat', 'perftest', SCOPE_FIRST_HCA, ['ib_write_lat_us'], tool='ib_write_lat', retest=True, ports=PORTS_PERFTEST),
+    _test('all_nics', 'perftest', SCOPE_ALL_HCAS, ['all_nics_gbs', 'pause_per_s'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
     _test('nccl', 'nccl_tests', SCOPE_NODE, ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong']),
     _test('dcgmi', 'dcgmi_diag', SCOPE_NODE, ['dcgmi_diag'], needs_peer=False),
 )

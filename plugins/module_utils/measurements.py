@@ -309,12 +309,10 @@ def run_measurements(result, run, peer=None):
                 + pause_rates(result, run.get('subject'), run['pause_metric'], peer, netdevs))
     if module == 'perftest':
         reader = perftest_lat if catalogue.metric(run['metric'])['reads'] == 'perftest_lat' else perftest_bw
-        found = reader(result, run.get('subject'), run['metric'], peer)
-        found['peer_device'] = run.get('peer_device')
-        return [found]
+        return [_directed(reader(result, run.get('subject'), run['metric'], peer), run)]
     subject = run.get('subject')
     if module == 'iperf3':
-        return [iperf3(result, subject, 'iperf3_gbps', peer)]
+        return [_directed(iperf3(result, subject, 'iperf3_gbps', peer), run)]
     if module == 'jumbo_ping':
         return [ping(result, subject, 'jumbo_ping_loss_pct', peer, 'loss'), ping(result, subject, 'jumbo_ping_rtt_ms', peer, 'rtt')]
     if module == 'nccl_tests':
@@ -322,6 +320,14 @@ def run_measurements(result, run, peer=None):
     if module == 'dcgmi_diag':
         return dcgmi(result, subject, peer)
     raise ValueError('no measurement reader for test %r' % run.get('test'))
+
+
+def _directed(entry, run):
+    """A one-session figure keeps its run's id and direction (the reverse direction's id is marked) and both devices."""
+    entry['id'] = run.get('id') or entry['id']
+    entry['direction'] = run.get('direction')
+    entry['peer_device'] = run.get('peer_device')
+    return entry
 
 
 def _planned_run(result):

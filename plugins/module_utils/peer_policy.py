@@ -56,7 +56,8 @@ def retest_peer(node_result, healthy, tried, enabled=True):
     """The peer that should re-test this node, or '' when none should.
 
     A re-test happens once, when it is enabled, the node is in bucket C, one of its rejects is a figure a second peer
-    re-measures (catalogue ``retest``: iperf3 and per-HCA RDMA bandwidth), and a healthy peer not yet tried exists.
+    re-measures (catalogue ``retest``: every test that depends on the peer or the cable to it, not NCCL), and a
+    healthy peer not yet tried exists.
     A reject a second peer cannot change (a GPU missing, a PCIe link) never sends the node to another peer.
     """
     if not enabled or not isinstance(node_result, dict) or node_result.get('bucket') != 'C':

@@ -32,7 +32,13 @@ DEFAULTS = {
     'timeout_margin': 60,
     'retest_only': False,
     'peer_address': 'peer',
+    'node_address': 'node',
 }
+# The runbook's direction: the node receives (its server, the peer's client), so the node's rings, IRQs and
+# rx_discards_phy carry the traffic.  A tier may add the reverse (``directions: [receive, send]`` under a test).
+RECEIVE = 'receive'
+SEND = 'send'
+DIRECTIONS = (RECEIVE, SEND)
 # Per-test parameters that reach the test module unchanged when the profile sets them.
 PERFTEST_PARAMS = ('size', 'tx_depth', 'qps', 'report_gbits')
 # Seconds a test without its own duration may take (perftest's default run, a ping, dcgmi levels).
@@ -106,8 +112,8 @@ def hca_pairs(node_ports, peer_ports):
     return pairs
 
 
-def _expect(metric, subject, reason=None):
-    return {'id': '%s:%s' % (metric, subject) if subject is not None else '%s:*' % metric, 'metric': metric,
+def _expect(metric, subject, reason=None, direction=RECEIVE):
+    return {'id': _figure_id(metric, subject, direction) if subject is not None else '%s:*' % metric, 'metric': metric,
             'subject': subject, 'test': catalogue.test_of_metric(metric), 'reason': reason}
 
 
@@ -127,13 +133,38 @@ class _Ports(object):
         return self.base + self.used - 1
 
 
-def _perftest_run(entry, pair, params, options, ports, metric, gpu=None):
+def directions(params, name):
+    """The directions a test runs in, the node receiving first."""
+    wanted = params.get('directions') or [RECEIVE]
+    if not isinstance(wanted, list) or not wanted or any(d not in DIRECTIONS for d in wanted):
+        raise PlanError('tests.%s.directions must be a list of %s, got %r' % (name, ' / '.join(DIRECTIONS), wanted))
+    return [d for d in DIRECTIONS if d in wanted]
+
+
+def _figure_id(metric, subject, direction):
+    """The id of one figure: the node-receives figure plainly, the reverse one marked."""
+    return '%s:%s' % (metric, subject) if direction == RECEIVE else '%s:%s:%s' % (metric, subject, direction)
+
+
+def _ends(pair, direction, gpu, options):
+    """The server and client ends of one session: which box, which device, and (GDR) the node's GPU on the node's end."""
+    node = {'on': 'node', 'device': pair['device'], 'ib_port': pair['ib_port'], 'gid_index': pair['gid_index'], 'use_cuda': gpu,
+            'address': options['node_address']}
+    peer = {'on': 'peer', 'device': pair['peer_device'], 'ib_port': pair['peer_ib_port'], 'gid_index': pair['peer_gid_index'],
+            'use_cuda': None, 'address': options['peer_address']}
+    server, client = (node, peer) if direction == RECEIVE else (peer, node)
+    client = dict(client, connect_to=server['address'])
+    return server, client
+
+
+def _perftest_run(entry, pair, params, options, ports, metric, direction, gpu=None):
     duration = _duration(params, options)
+    server, client = _ends(pair, direction, gpu, options)
     run = dict(pair)
     run.update({
-        'test': entry['name'], 'tool': entry['tool'], 'metric': metric, 'id': '%s:%s' % (metric, pair['device']),
-        'subject': pair['device'], 'port': ports.take(), 'duration': duration,
-        'timeout': _timeout('perftest', duration, params, options), 'use_cuda': gpu,
+        'test': entry['name'], 'tool': entry['tool'], 'metric': metric, 'id': _figure_id(metric, pair['device'], direction),
+        'subject': pair['device'], 'direction': direction, 'server': server, 'client': client, 'port': ports.take(),
+        'duration': duration, 'timeout': _timeout('perftest', duration, params, options), 'use_cuda': gpu,
     })
     for key in PERFTEST_PARAMS:
         run[key] = params.get(key)
@@ -144,23 +175,22 @@ def _perftest_run(entry, pair, params, options, ports, metric, gpu=None):
 def _plan_perftest(entry, params, pairs, gpu_pairs, options, ports, expected):
     metric = entry['metrics'][0]
     runs = []
-    if entry['scope'] == catalogue.SCOPE_HCA:
-        for pair in pairs:
-            expected.append(_expect(metric, pair['device']))
-            runs.append(_perftest_run(entry, pair, params, options, ports, metric))
-    elif entry['scope'] == catalogue.SCOPE_GPU_NIC:
-        for pair in pairs:
-            gpu = _gpu_of(pair['device'], gpu_pairs)
-            if gpu is None or gpu.get('gpu') is None:
-                expected.append(_expect(metric, pair['device'], 'no GPU paired with %s in nvidia-smi topo -m: GPUDirect RDMA could '
-                                        'not be run for it' % pair['device']))
+    ways = directions(params, entry['name'])
+    if entry['scope'] == catalogue.SCOPE_FIRST_HCA:
+        pairs = pairs[:1]
+    for pair in pairs:
+        gpu = None
+        if entry['scope'] == catalogue.SCOPE_GPU_NIC:
+            found = _gpu_of(pair['device'], gpu_pairs)
+            if found is None or found.get('gpu') is None:
+                for direction in ways:
+                    expected.append(_expect(metric, pair['device'], 'no GPU paired with %s in nvidia-smi topo -m: GPUDirect RDMA '
+                                            'could not be run for it' % pair['device'], direction))
                 continue
-            expected.append(_expect(metric, pair['device']))
-            runs.append(_perftest_run(entry, pair, params, options, ports, metric, gpu=int(gpu['gpu'])))
-    elif entry['scope'] == catalogue.SCOPE_FIRST_HCA:
-        for pair in pairs[:1]:
-            expected.append(_expect(metric, pair['device']))
-            runs.append(_perftest_run(entry, pair, params, options, ports, metric))
+            gpu = int(found['gpu'])
+        for direction in ways:
+            expected.append(_expect(metric, pair['device'], direction=direction))
+            runs.append(_perftest_run(entry, pair, params, options, ports, metric, direction, gpu=gpu))
     return runs
 
 
@@ -185,7 +215,7 @@ def _plan_all_nics(entry, params, pairs, peer_ports, options, ports, expected):
     duration = _duration(params, options)
     runs = []
     for pair in pairs:
-        run = _perftest_run(entry, pair, params, options, ports, aggregate)
+        run = _perftest_run(entry, pair, params, options, ports, aggregate, RECEIVE)
         run['id'] = '%s:%s' % (aggregate, pair['device'])
         runs.append(run)
     return [{'test': entry['name'], 'tool': entry['tool'], 'metric': aggregate, 'pause_metric': pause, 'id': '%s:all NICs' % aggregate,
@@ -199,10 +229,15 @@ def _plan_node_test(entry, params, pairs, options, iperf3_port, expected):
     run = {'test': entry['name'], 'module': module, 'metrics': list(entry['metrics']), 'metric': entry['metrics'][0],
            'duration': duration, 'timeout': _timeout(module, duration, params, options), 'peer_address': options['peer_address'],
            'subject': NODE_SUBJECTS.get(module, options['peer_address'])}
-    run.update(dict((k, v) for k, v in params.items() if k not in ('enabled', 'ungraded', 'duration')))
+    run.update(dict((k, v) for k, v in params.items() if k not in ('enabled', 'ungraded', 'duration', 'directions')))
     if module == 'iperf3':
-        run['port'] = iperf3_port
-        expected.append(_expect('iperf3_gbps', run['subject']))
+        # One server on the node; the peer's client runs once per direction (-R makes the node send).
+        ways = []
+        for direction in directions(params, entry['name']):
+            expected.append(_expect('iperf3_gbps', run['subject'], direction=direction))
+            ways.append(dict(run, port=iperf3_port, direction=direction, reverse=direction == SEND,
+                             id=_figure_id('iperf3_gbps', run['subject'], direction), connect_to=options['node_address']))
+        return ways
     elif module == 'jumbo_ping':
         for metric in entry['metrics']:
             expected.append(_expect(metric, run['subject']))
@@ -213,7 +248,7 @@ def _plan_node_test(entry, params, pairs, options, iperf3_port, expected):
             expected.append(_expect(metric, run['subject']))
     elif module == 'dcgmi_diag':
         expected.append(_expect('dcgmi_diag', None))
-    return run
+    return [run]
 
 
 def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None):
@@ -221,7 +256,8 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
 
     ``profile``: the resolved tier profile; ``node_ports`` / ``peer_ports``: rdma_info's ``live_ports`` of each box;
     ``gpu_pairs``: gpu_info's ``gpu_nic_pairs``; ``options``: slot, perftest_port_base, iperf3_port_base,
-    ports_per_node, duration_override, timeout_margin, retest_only, peer_address (the subject of peer-link figures).
+    ports_per_node, duration_override, timeout_margin, retest_only, peer_address (the peer's address on the node's link,
+    the subject of peer-link figures), node_address (the node's address on that link, where the peer's clients connect).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
     perftest tests], expected: [{id, metric, subject, test, reason}], pairs: [...]}.  Subjects of node-scope figures
@@ -248,7 +284,7 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
             if runs:
                 plan['perftest_tests'].append(entry['name'])
         else:
-            runs = [_plan_node_test(entry, params, pairs, options, iperf3_port, plan['expected'])]
+            runs = _plan_node_test(entry, params, pairs, options, iperf3_port, plan['expected'])
         plan['tests'].append(entry['name'])
         plan['runs'][entry['name']] = runs
     return plan

@@ -212,3 +212,35 @@ def test_missing_state_is_a_clean_error(tmp_path):
     hardware.write_wrappers(str(node / 'bin'), str(node))
     proc = run(node, 'ibstat')
     assert proc.returncode == 1 and 'cannot read the node state' in proc.stderr and 'Traceback' not in proc.stderr
+
+
+def _bw_average(output):
+    """BW average of the last result row of a perftest output."""
+    return float(output.splitlines()[-2].split()[3])
+
+
+def test_two_sessions_overlapping_on_one_peer_hca_each_get_about_half(tmp_path):
+    """The fabric model: a peer HCA carries one session at full rate, two overlapping sessions at about half each."""
+    peer, node = tmp_path / 'peer01', tmp_path / 'node01'
+    hardware.materialize('healthy-400g', 'peer01', 'peer', str(peer), FABRIC)
+    hardware.materialize('healthy-400g', 'node01', 'new', str(node), FABRIC)
+    env_peer = dict(os.environ, NETVAL_LAB_NODE_DIR=str(peer), NETVAL_LAB_PERFTEST_WAIT='20')
+
+    def session(port, node_device):
+        server = subprocess.Popen([str(peer / 'bin' / 'ib_send_bw'), '-d', 'mlx5_0', '-p', port, '-D', '1'], env=env_peer,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        time.sleep(0.3)
+        client = subprocess.Popen([str(node / 'bin' / 'ib_send_bw'), '-d', node_device, '-p', port, '-D', '1', '127.0.0.1'],
+                                  env=dict(os.environ, NETVAL_LAB_NODE_DIR=str(node)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, universal_newlines=True)
+        return server, client
+
+    alone_server, alone_client = session(free_port(), 'mlx5_0')
+    alone = _bw_average(alone_client.communicate(timeout=30)[0])
+    alone_server.communicate(timeout=30)
+    assert alone == pytest.approx(47.0e9 / 2 ** 20, rel=0.001)
+    first, second = session(free_port(), 'mlx5_0'), session(free_port(), 'mlx5_1')
+    figures = [_bw_average(client.communicate(timeout=30)[0]) for _server, client in (first, second)]
+    server_figures = [_bw_average(server.communicate(timeout=30)[0]) for server, _client in (first, second)]
+    assert figures == pytest.approx([alone / 2, alone / 2], rel=0.01)
+    assert server_figures == figures  # both ends print the figure of the same session

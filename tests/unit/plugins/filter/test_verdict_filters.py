@@ -40,3 +40,18 @@ def test_preflight_findings_filter_refuses_a_malformed_check_setting():
     broken['preflight']['hugepages_cmdline'] = {'severity': 'marginal'}
     with pytest.raises(AnsibleFilterError, match='preflight_findings: preflight.hugepages_cmdline.default_size is missing'):
         grade({}, broken)
+
+
+def test_node_reports_pairs_each_verdict_with_its_evidence_folder():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpufleet.netval.plugins.filter.node_reports import node_reports
+    nodes = node_reports([{'node': 'node01', 'bucket': 'A'}, {'node': 'node02', 'bucket': 'C'}], ['/e/node01/20261201T000000Z', None])
+    assert nodes == {'node01': {'node': 'node01', 'bucket': 'A', 'evidence': '/e/node01/20261201T000000Z'},
+                     'node02': {'node': 'node02', 'bucket': 'C'}}
+    for bad in (([{'bucket': 'A'}], [None]), ([{'node': 'n'}], [])):
+        try:
+            node_reports(*bad)
+        except AnsibleFilterError as exc:
+            assert 'node_reports' in str(exc)
+        else:
+            raise AssertionError('expected an AnsibleFilterError for %r' % (bad,))

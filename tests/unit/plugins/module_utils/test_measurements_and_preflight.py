@@ -79,8 +79,8 @@ def mlx5_counters(pause, prio_bytes, prio_packets, duration):
 def test_pause_rate_counts_pause_frames_only_per_netdev_with_its_own_timestamps():
     # nic_info stamps each netdev's snapshot (there is no top-level timestamp).
     before = {'nics': {'ens1np0': {'timestamp': 100.0, 'counters': {'counters': mlx5_counters(1000, 10 ** 12, 10 ** 9, 50)}}}}
-    after = {'nics': {'ens1np0': {'timestamp': 120.0, 'counters': {'counters': mlx5_counters(1001000, 10 ** 12 + 2 * 10 ** 11,
-                                                                                            10 ** 9 + 4 * 10 ** 7, 10 ** 8)}}}}
+    grown = mlx5_counters(1001000, 10 ** 12 + 2 * 10 ** 11, 10 ** 9 + 4 * 10 ** 7, 10 ** 8)
+    after = {'nics': {'ens1np0': {'timestamp': 120.0, 'counters': {'counters': grown}}}}
     run = {'test': 'all_nics', 'metric': 'all_nics_gbs', 'pause_metric': 'pause_per_s', 'subject': 'all NICs',
            'clients': [{'device': 'mlx5_0', 'netdev': 'ens1np0'}]}
     found = measurements.run_measurements({'clients': [], 'before': before, 'after': after}, run)

@@ -46,8 +46,12 @@ def test_a_throughput_reject_is_retested_once_on_an_untried_healthy_peer():
 
 
 def test_a_reject_a_second_peer_cannot_change_is_not_retested():
-    gpu = {'bucket': 'C', 'tests': [graded('gdr_bw_gbs', 'reject')], 'findings': [{'check': 'gpu_count', 'status': 'reject'}]}
+    gpu = {'bucket': 'C', 'tests': [graded('gdr_bw_gbs', 'healthy')], 'findings': [{'check': 'gpu_count', 'status': 'reject'}]}
     assert peer_policy.retest_peer(gpu, ['peer01', 'peer02'], ['peer01']) == ''
+    nccl = {'bucket': 'C', 'tests': [graded('nccl_busbw_gbs', 'reject', 'all_reduce'), graded('ib_send_bw_gbs', 'healthy')]}
+    assert peer_policy.retest_peer(nccl, ['peer01', 'peer02'], ['peer01']) == ''
+    gdr = {'bucket': 'C', 'tests': [graded('gdr_bw_gbs', 'reject')]}
+    assert peer_policy.retest_peer(gdr, ['peer01', 'peer02'], ['peer01']) == 'peer02'
     marginal = {'bucket': 'B', 'tests': [graded('iperf3_gbps', 'marginal', '10.0.0.2')]}
     assert peer_policy.retest_peer(marginal, ['peer01', 'peer02'], ['peer01']) == ''
     tcp = {'bucket': 'C', 'tests': [graded('iperf3_gbps', 'reject', '10.0.0.2')]}
