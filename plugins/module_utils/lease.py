@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Exclusive use of known-good peers: one lease file per peer on the controller.
+
+A known-good peer's HCAs carry one node's tests at a time; two nodes measured
+against one peer at once each see part of its bandwidth.  A node takes a
+lease on a peer before its peer tests and gives it back after, whatever
+happened.  A lease is a file created with O_EXCL (atomic on a local file
+system) holding who took it: the node, the run, and the controller process
+that runs the play (pid plus its start time, so a recycled pid is never taken
+for a live holder).  A lease whose holder process is gone, or whose expiry
+has passed, is stale and is taken over.  No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import errno
+import json
+import os
+import re
+import time
+
+_SAFE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,127}')
+
+
+class LeaseError(Exception):
+    """The lease folder or a lease file cannot be used; the message says which and why."""
+
+
+def process_start_time(pid, proc='/proc'):
+    """Field 22 of /proc/PID/stat (clock ticks since boot), or None when the process does not exist."""
+    try:
+        with open(os.path.join(proc, str(pid), 'stat'), 'r') as handle:
+            stat = handle.read()
+    except (IOError, OSError):
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    rest = stat[stat.rfind(')') + 2:].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def controller_process(proc='/proc', name='ansible-playbook'):
+    """(pid, start time) of the outermost ancestor running ``name``, else of our parent: the holder a lease records.
+
+    The outermost one: Ansible's per-task worker processes are forks of the playbook process and carry its command
+    line, but they end with their task, while the lease must live as long as the run.
+    """
+    pid = os.getppid()
+    found = (pid, process_start_time(pid, proc))
+    for _depth in range(64):
+        try:
+            with open(os.path.join(proc, str(pid), 'cmdline'), 'rb') as handle:
+                argv = handle.read().split(b'\0')
+            with open(os.path.join(proc, str(pid), 'stat'), 'r') as handle:
+                stat = handle.read()
+        except (IOError, OSError):
+            break
+        if any(name.encode() in part for part in argv[:2]):
+            found = (pid, process_start_time(pid, proc))
+        parent = stat[stat.rfind(')') + 2:].split()[1]
+        if not parent.isdigit() or int(parent) <= 1:
+            break
+        pid = int(parent)
+    return found
+
+
+def _path(folder, peer):
+    if not isinstance(peer, str) or not _SAFE.fullmatch(peer):
+        raise LeaseError('peer name %r cannot name a lease file (letters, digits, ".", "_" and "-" only)' % (peer,))
+    return os.path.join(folder, '%s.lease' % peer)
+
+
+def read(folder, peer):
+    """The lease on ``peer`` as a dict, or None when there is none."""
+    path = _path(folder, peer)
+    try:
+        with open(path, 'r') as handle:
+            return json.load(handle)
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise LeaseError('cannot read the lease %s: %s' % (path, exc))
+    except ValueError:
+        # A lease being written, or left half-written by a killed process: treat it as held, it will expire.
+        return {'holder': None, 'expires': os.path.getmtime(path) + 60}
+
+
+def stale(lease, now=None, proc='/proc'):
+    """Whether a lease no longer protects anyone: expired, or its holder process is gone (pid and start time)."""
+    now = time.time() if now is None else now
+    if lease is None:
+        return True
+    if lease.get('expires') is not None and now > float(lease['expires']):
+        return True
+    pid, started = lease.get('controller_pid'), lease.get('controller_start')
+    if pid is not None and started is not None and process_start_time(pid, proc) != started:
+        return True
+    return False
+
+
+def try_acquire(folder, peer, holder, ttl, now=None, proc='/proc'):
+    """Take the lease on ``peer`` for ``holder`` ({node, run}) when it is free or stale.  Returns the lease or None."""
+    now = time.time() if now is None else now
+    path = _path(folder, peer)
+    current = read(folder, peer)
+    if current is not None:
+        if current.get('node') == holder.get('node') and current.get('run') == holder.get('run'):
+            return current
+        if not stale(current, now, proc):
+            return None
+        # Take over a stale lease: move it aside atomically, so two takers cannot both remove it.
+        aside = '%s.stale.%d.%d' % (path, os.getpid(), int(now * 1000))
+        try:
+            os.rename(path, aside)
+        except OSError:
+            return None
+        os.unlink(aside)
+    pid, started = controller_process(proc)
+    lease = dict(holder, peer=peer, acquired=now, expires=now + float(ttl), controller_pid=pid, controller_start=started)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            return None
+        raise LeaseError('cannot create the lease %s: %s' % (path, exc))
+    with os.fdopen(fd, 'w') as handle:
+        json.dump(lease, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return lease
+
+
+def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time.time, sleep=time.sleep):
+    """The first of ``peers`` (in preference order) whose lease ``holder`` gets, waiting up to ``wait`` seconds.
+
+    Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait.
+    """
+    if not os.path.isdir(folder):
+        try:
+            os.makedirs(folder, 0o755)
+        except OSError as exc:
+            if not os.path.isdir(folder):
+                raise LeaseError('cannot create the lease folder %s: %s' % (folder, exc))
+    started = clock()
+    while True:
+        for peer in peers:
+            lease = try_acquire(folder, peer, holder, ttl, clock(), proc)
+            if lease is not None:
+                return lease, clock() - started
+        if clock() - started >= wait:
+            return None, clock() - started
+        sleep(poll)
+
+
+def release(folder, peer, holder):
+    """Give back the lease on ``peer`` if ``holder`` holds it.  Returns True when a lease was removed."""
+    current = read(folder, peer)
+    if current is None or current.get('node') != holder.get('node') or current.get('run') != holder.get('run'):
+        return False
+    try:
+        os.unlink(_path(folder, peer))
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return False
+        raise LeaseError('cannot remove the lease on %s: %s' % (peer, exc))
+    return True

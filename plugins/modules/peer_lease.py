@@ -1,0 +1,171 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: peer_lease
+short_description: Take or give back exclusive use of a known-good peer for one node's tests
+version_added: 0.1.0
+description:
+  - A known-good peer's HCAs carry one node's tests at a time; two nodes measured against one peer at once each see part of
+    its bandwidth. With O(state=acquired) the module takes the lease of the first free peer of O(peers), in order, waiting
+    up to O(wait) seconds while all are busy (a work queue - a node starts as soon as any of its peers frees).
+    With O(state=released) it gives the lease back if this node holds it.
+  - A lease is a file in O(lease_dir) created atomically (C(O_EXCL)), naming the node, the run and the controller process
+    that holds it (pid and start time). A lease past O(ttl) seconds, or whose controller process is gone, is stale and is
+    taken over, so a crashed run never blocks a peer.
+  - "Runs on the controller: C(delegate_to: localhost)."
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  state:
+    description: Take (V(acquired)) or give back (V(released)) the lease.
+    type: str
+    choices: [acquired, released]
+    default: acquired
+  peers:
+    description: With O(state=acquired), the peers to try in preference order; with O(state=released), the peer to release (one).
+    type: list
+    elements: str
+    required: true
+  node:
+    description: The node that takes the lease.
+    type: str
+    required: true
+  run:
+    description: The run's identity (its UTC timestamp), so a lease of an earlier run of the same node is not mistaken for ours.
+    type: str
+    required: true
+  lease_dir:
+    description: Folder of the lease files on the controller; every run that shares the peers must use the same one.
+    type: path
+    required: true
+  ttl:
+    description: Seconds after which the lease expires even if its holder still lives (the node's planned peer time plus margin).
+    type: int
+    default: 3600
+  wait:
+    description: Seconds to wait for a free peer before giving up.
+    type: int
+    default: 86400
+attributes:
+  check_mode:
+    description: In check mode no lease is taken or given back; the module reports which peer is free now.
+    support: full
+  diff_mode:
+    description: Reports no diff.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Wait for a free known-good peer
+  gpufleet.netval.peer_lease:
+    peers: [peer01, peer02]
+    node: "{{ inventory_hostname }}"
+    run: "{{ netval_run_timestamp }}"
+    lease_dir: /var/lib/netval/leases
+    ttl: 1800
+  delegate_to: localhost
+  register: lease
+
+- name: Give the peer back
+  gpufleet.netval.peer_lease:
+    state: released
+    peers: ["{{ lease.peer }}"]
+    node: "{{ inventory_hostname }}"
+    run: "{{ netval_run_timestamp }}"
+    lease_dir: /var/lib/netval/leases
+  delegate_to: localhost
+'''
+
+RETURN = r'''
+peer:
+  description: The peer now leased to this node (V(acquired)), or the peer released; null when none was free in time.
+  returned: always
+  type: str
+waited_s:
+  description: Seconds spent waiting for a free peer.
+  returned: always
+  type: float
+acquired_at:
+  description: When the lease was taken (seconds since the epoch), for the report's timeline.
+  returned: when a lease was taken
+  type: float
+released:
+  description: With O(state=released), whether a lease of this node was removed.
+  returned: always
+  type: bool
+error_class:
+  description: C(peer_busy) when no peer freed within O(wait), C(lease_error) when the lease folder is unusable; null on success.
+  returned: always
+  type: str
+error_hint:
+  description: What to check for RV(error_class).
+  returned: always
+  type: str
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
+
+HINTS = {
+    'peer_busy': 'every known-good peer stayed leased to other nodes: add peers, raise wait, or check for a stuck run',
+    'lease_error': 'the lease folder must be a writable local folder on the controller, shared by every run that uses the peers',
+}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type='str', default='acquired', choices=['acquired', 'released']),
+            peers=dict(type='list', elements='str', required=True),
+            node=dict(type='str', required=True),
+            run=dict(type='str', required=True),
+            lease_dir=dict(type='path', required=True),
+            ttl=dict(type='int', default=3600),
+            wait=dict(type='int', default=86400),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    holder = {'node': params['node'], 'run': params['run']}
+    peers = [p for p in params['peers'] if p]
+    if not peers:
+        module.fail_json(msg='%s: peer_lease needs at least one peer for node %s' % (hostname(), params['node']),
+                         error_class='lease_error', error_hint=HINTS['lease_error'], peer=None, waited_s=0.0, released=False)
+    for name in ('ttl', 'wait'):
+        if not 0 < params[name] <= 7 * 86400:
+            module.fail_json(msg='%s: peer_lease %s must be 1-604800 seconds, got %s' % (hostname(), name, params[name]),
+                             error_class='lease_error', error_hint=HINTS['lease_error'], peer=None, waited_s=0.0, released=False)
+    try:
+        if params['state'] == 'released':
+            if module.check_mode:
+                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, error_class=None, error_hint=None)
+            removed = lease.release(params['lease_dir'], peers[0], holder)
+            module.exit_json(changed=removed, peer=peers[0], waited_s=0.0, released=removed, error_class=None, error_hint=None)
+        if module.check_mode:
+            free = [p for p in peers if lease.stale(lease.read(params['lease_dir'], p))] if os.path.isdir(params['lease_dir']) else peers
+            module.exit_json(changed=False, peer=(free or [None])[0], waited_s=0.0, released=False, error_class=None, error_hint=None)
+        taken, waited = lease.acquire(params['lease_dir'], peers, holder, params['ttl'], params['wait'])
+    except lease.LeaseError as exc:
+        module.fail_json(msg='%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), error_class='lease_error',
+                         error_hint=HINTS['lease_error'], peer=None, waited_s=0.0, released=False)
+    if taken is None:
+        module.fail_json(msg='%s: no known-good peer of %s became free for node %s within %d s'
+                         % (hostname(), ', '.join(peers), params['node'], params['wait']),
+                         error_class='peer_busy', error_hint=HINTS['peer_busy'], peer=None, waited_s=round(waited, 3), released=False)
+    module.exit_json(changed=True, peer=taken['peer'], waited_s=round(waited, 3), acquired_at=taken['acquired'], released=False,
+                     error_class=None, error_hint=None)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,100 @@
+"""Exclusive peers: lease files taken atomically, given back, and taken over only when stale."""
+import multiprocessing
+import os
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease
+
+RUN = '20261201T000000Z'
+
+
+def fake_proc(tmp_path, pid, start):
+    """A /proc/<pid>/stat as the kernel writes it (comm may hold spaces and parentheses)."""
+    folder = tmp_path / 'proc' / str(pid)
+    folder.mkdir(parents=True, exist_ok=True)
+    fields = ['S', '1'] + ['0'] * 17 + [str(start)] + ['0'] * 10
+    (folder / 'stat').write_text('%d (ansible (x) y) %s\n' % (pid, ' '.join(fields)))
+    (folder / 'cmdline').write_bytes(b'/usr/bin/python3\0/usr/bin/ansible-playbook\0validate.yml\0')
+    return str(tmp_path / 'proc')
+
+
+def test_process_start_time_reads_field_22_after_the_command_name(tmp_path):
+    proc = fake_proc(tmp_path, 4242, 987654)
+    assert lease.process_start_time(4242, proc) == 987654
+    assert lease.process_start_time(4243, proc) is None
+    assert lease.process_start_time(os.getpid()) == lease.process_start_time(os.getpid())
+
+
+def test_a_peer_is_leased_to_one_node_at_a_time_and_the_next_free_peer_is_taken(tmp_path):
+    folder = str(tmp_path / 'leases')
+    first, _ = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
+    second, _ = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node02', 'run': RUN}, ttl=600, wait=0)
+    third, waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0)
+    assert (first['peer'], second['peer'], third) == ('peer01', 'peer02', None) and waited >= 0
+    assert not lease.release(folder, 'peer01', {'node': 'node02', 'run': RUN})  # not its lease
+    assert lease.release(folder, 'peer01', {'node': 'node01', 'run': RUN})
+    again, _ = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0)
+    assert again['peer'] == 'peer01' and again['node'] == 'node03'
+
+
+def test_the_same_holder_gets_its_own_lease_back(tmp_path):
+    folder = str(tmp_path)
+    one, _ = lease.acquire(folder, ['peer01'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
+    two, _ = lease.acquire(folder, ['peer01'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
+    assert one == two
+
+
+def test_an_expired_lease_or_one_whose_controller_is_gone_is_taken_over(tmp_path):
+    folder = str(tmp_path / 'leases')
+    proc = fake_proc(tmp_path, 4242, 1000)
+    os.makedirs(folder)
+    held = {'node': 'node01', 'run': RUN, 'peer': 'peer01', 'acquired': 0, 'expires': 10 ** 10,
+            'controller_pid': 4242, 'controller_start': 1000}
+    with open(os.path.join(folder, 'peer01.lease'), 'w') as handle:
+        handle.write(__import__('json').dumps(held))
+    assert not lease.stale(held, now=100, proc=proc)
+    assert lease.try_acquire(folder, 'peer01', {'node': 'node02', 'run': RUN}, 600, now=100, proc=proc) is None
+    # The controller process exited and its pid now belongs to another process (another start time).
+    fake_proc(tmp_path, 4242, 2000)
+    assert lease.stale(held, now=100, proc=proc)
+    taken = lease.try_acquire(folder, 'peer01', {'node': 'node02', 'run': RUN}, 600, now=100, proc=proc)
+    assert taken['node'] == 'node02'
+    assert lease.stale(dict(held, controller_pid=None, expires=50), now=100)
+
+
+def test_a_bad_peer_name_is_refused_before_any_file_is_touched(tmp_path):
+    try:
+        lease.acquire(str(tmp_path), ['../etc/passwd'], {'node': 'n', 'run': RUN}, ttl=1, wait=0)
+    except lease.LeaseError as exc:
+        assert 'cannot name a lease file' in str(exc)
+    else:
+        raise AssertionError('expected a LeaseError')
+    assert os.listdir(str(tmp_path)) == []
+
+
+def _take(args):
+    folder, node = args
+    got, _ = lease.acquire(folder, ['peer01'], {'node': node, 'run': RUN}, ttl=600, wait=0)
+    return got['node'] if got else None
+
+
+def test_concurrent_takers_never_share_a_peer(tmp_path):
+    folder = str(tmp_path / 'leases')
+    os.makedirs(folder)
+    with multiprocessing.Pool(8) as pool:
+        winners = [w for w in pool.map(_take, [(folder, 'node%02d' % i) for i in range(32)]) if w]
+    assert len(winners) == 1
+
+
+def test_the_holder_is_the_outermost_playbook_process_not_a_per_task_worker(tmp_path, monkeypatch):
+    """ansible-playbook (pid 100) forks a worker (pid 200, same command line) that runs the module's shell (300)."""
+    proc = tmp_path / 'proc'
+    for pid, parent, start, argv in ((100, 1, 11, b'/usr/bin/python3\0/usr/bin/ansible-playbook\0validate.yml\0'),
+                                     (200, 100, 22, b'/usr/bin/python3\0/usr/bin/ansible-playbook\0validate.yml\0'),
+                                     (300, 200, 33, b'/bin/sh\0-c\0python3 AnsiballZ_peer_lease.py\0')):
+        folder = proc / str(pid)
+        folder.mkdir(parents=True)
+        fields = ['S', str(parent)] + ['0'] * 17 + [str(start)] + ['0'] * 10
+        (folder / 'stat').write_text('%d (x) %s\n' % (pid, ' '.join(fields)))
+        (folder / 'cmdline').write_bytes(argv)
+    monkeypatch.setattr(lease.os, 'getppid', lambda: 300)
+    assert lease.controller_process(str(proc)) == (100, 11)
