@@ -16,6 +16,8 @@ __metaclass__ = type
 import shlex
 import socket
 
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
+
 # tool -> (Debian/Ubuntu package, RHEL package); named in "not found" errors.
 TOOL_PACKAGES = {
     'ibstat': ('infiniband-diags', 'infiniband-diags'),
@@ -114,7 +116,7 @@ class ToolRunner(object):
         if path is None and required:
             self.module.fail_json(
                 msg='%s: required tool %r was not found on PATH; %s' % (hostname(), tool, package_hint(tool)),
-                tool=tool, missing_tool=True)
+                tool=tool, missing_tool=True, **failure('tool_missing', package_hint(tool)))
         return path
 
     def first_available(self, tools):
@@ -147,7 +149,11 @@ class ToolRunner(object):
         return result
 
     def fail(self, result, reason=None, **extra):
-        """Fail the module for ``result`` with a message an operator can act on."""
+        """Fail the module for ``result`` with a message an operator can act on.
+
+        ``extra`` may name the failure class (error_class, error_hint); by default it is
+        ``timeout`` or ``tool_failed`` (see failures.py).
+        """
         if reason is None:
             if result.timed_out:
                 reason = 'timed out'
@@ -158,9 +164,12 @@ class ToolRunner(object):
         if detail:
             msg += ': %s' % detail[-1][:300]
         fields = result.as_dict()
+        error_class = extra.pop('error_class', None) or ('timeout' if result.timed_out else 'tool_failed')
+        fields.update(failure(error_class, extra.pop('error_hint', None)))
+        extra.pop('error_side', None)
         fields.update(extra)
         self.module.fail_json(msg=msg, **fields)
 
     def fail_parse(self, result, error):
         """Fail the module because a command's output could not be parsed (``error`` is a ParseError)."""
-        self.fail(result, reason='gave output that could not be parsed (%s)' % error)
+        self.fail(result, reason='gave output that could not be parsed (%s)' % error, error_class='parse_error')
