@@ -13,8 +13,11 @@ carries the host, the command line, rc, stdout and stderr.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
 import shlex
+import signal
 import socket
+import subprocess
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
 
@@ -94,6 +97,42 @@ class CommandResult(object):
     def as_dict(self):
         return {'cmd': self.cmd, 'argv': list(self.argv), 'rc': self.rc,
                 'stdout': self.stdout, 'stderr': self.stderr, 'timed_out': self.timed_out}
+
+
+def run_with_deadline(argv, timeout, grace=2.0):
+    """Run ``argv`` in a session of its own and stop that whole session at ``timeout`` seconds.
+
+    No coreutils ``timeout``: the deadline is ours, and it covers children that ignore SIGTERM
+    or keep the output pipes open (SIGTERM to the group, SIGKILL after ``grace``).  The group is
+    signalled only while its leader is unreaped, so its id cannot belong to anyone else.
+    Returns a CommandResult whose ``timed_out`` says whether the deadline was hit.
+    """
+    env = dict(os.environ)
+    env.update(C_LOCALE)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            close_fds=True, start_new_session=True)
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        out, err = b'', b''
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except OSError:
+                pass
+            try:
+                out, err = proc.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            # Something that left our session still holds the pipes: stop reading, keep what we have.
+            proc.stdout.close()
+            proc.stderr.close()
+            proc.wait()
+    return CommandResult(argv, proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace'), timed_out=timed_out)
 
 
 class ToolRunner(object):
