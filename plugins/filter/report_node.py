@@ -34,8 +34,19 @@ _value:
 '''
 
 
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+
 def report_node(host_vars):
-    result = dict(host_vars.get('verdict_node_result') or {})
+    if not isinstance(host_vars, Mapping):
+        raise AnsibleFilterError('report_node: expected a host\'s variables (a dict), got %s' % type(host_vars).__name__)
+    verdict = host_vars.get('verdict_node_result')
+    if verdict is not None and not isinstance(verdict, Mapping):
+        raise AnsibleFilterError('report_node: verdict_node_result of %s must be a dict, got %s'
+                                 % (host_vars.get('inventory_hostname'), type(verdict).__name__))
+    result = dict(verdict or {})
     if host_vars.get('evidence_location'):
         result['evidence'] = host_vars['evidence_location']
     return {'node': host_vars.get('inventory_hostname'), 'result': result}

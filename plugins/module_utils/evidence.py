@@ -197,16 +197,27 @@ def tar_folder(folder, tarball):
     return sha256_file(tarball)
 
 
+def foreign_link_problem(link):
+    """Why ``link`` may not be replaced (it exists and is not our symlink to a run folder), or None."""
+    if not os.path.lexists(link):
+        return None
+    if os.path.islink(link):
+        target = os.readlink(link)
+        if STAMP_RE.fullmatch(target):
+            return None
+        return '%s is a symlink to %s, not to a run folder of ours; move it away' % (link, target)
+    return '%s exists and is not a symlink (a %s); move it away' % (link, 'directory' if os.path.isdir(link) else 'file')
+
+
 def replace_symlink(link, target):
     """Point ``link`` at ``target`` (a run folder name) atomically.
 
     Only our own symlink is replaced: one that points at a run timestamp. A regular file, a
     directory or a symlink elsewhere of that name is refused with EvidenceError.
     """
-    if os.path.lexists(link):
-        if not os.path.islink(link) or STAMP_RE.fullmatch(os.readlink(link)) is None:
-            raise EvidenceError('%s exists and is not our symlink to a run folder (it is %s); move it away'
-                                % (link, 'a symlink to %s' % os.readlink(link) if os.path.islink(link) else 'not a symlink'))
+    problem = foreign_link_problem(link)
+    if problem:
+        raise EvidenceError(problem)
     folder = os.path.dirname(link) or '.'
     for _attempt in range(100):
         tmp = os.path.join(folder, '.%s.%s' % (os.path.basename(link), os.urandom(6).hex()))
