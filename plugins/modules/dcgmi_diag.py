@@ -157,7 +157,7 @@ error_hint:
 error_side:
   description:
     - Whose fault RV(error_class) is, null on success; C(ours) (a missing dcgmi, a stopped host engine, our timeout, unreadable
-      output: never the provider's), C(host) (a GPU of this host failed the diagnostic) or C(unknown).
+      output; never the provider's), C(host) (a GPU of this host failed the diagnostic) or C(unknown).
   returned: always
   type: str
 '''

@@ -16,7 +16,7 @@ description:
     log file; the server exits by itself after one test, and a watchdog stops its whole process group at a hard deadline (O(timeout))
     whatever happens to the play.
   - With O(role=server) and O(state=stopped), stops that server (its whole process group) if it is still our process (same pid,
-    start time and executable), confirms nothing is left and returns its parsed output. A stop never fails the host: a server
+    start time and executable), confirms nothing is left and returns its parsed output. A stop never fails the host; a server
     that already exited, or whose pid now belongs to another process, counts as stopped (RV(server_state) says which).
   - With O(role=client), runs C(iperf3 -c) against a server and returns the measured throughput taken from the receiver's side,
     retransmits, UDP loss, per-stream figures, the slowest interval and CPU load.

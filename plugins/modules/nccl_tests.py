@@ -256,7 +256,7 @@ error_hint:
   type: str
 error_side:
   description:
-    - Whose fault RV(error_class) is, null on success; C(ours) (tooling, options, our timeout, unreadable output: never the
+    - Whose fault RV(error_class) is, null on success; C(ours) (tooling, options, our timeout, unreadable output; never the
       provider's), C(host) (the hosts of the job) or C(unknown).
   returned: always
   type: str

@@ -16,7 +16,7 @@ description:
     between a node under test and a known-good peer.
   - With O(role=server) and O(state=started) the tool is started detached in its own session on this host, with its output in a log
     file; the module returns once the server listens on its TCP control O(port). A perftest server exits by itself after one test.
-  - With O(role=server) and O(state=stopped) the server's whole process group is stopped (if it is still our process: same pid,
+  - With O(role=server) and O(state=stopped) the server's whole process group is stopped (if it is still our process, with the same pid,
     start time and executable), the module confirms nothing is left and returns the server's own output, parsed. A stop never
     fails the host; a server that already exited, or whose pid now belongs to another process, counts as stopped
     (RV(server_state) says which).
