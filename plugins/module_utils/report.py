@@ -32,6 +32,13 @@ METRIC_LABELS = {
     'dcgmi_diag': 'dcgmi diag',
 }
 
+BUCKET_WORDS = {
+    'A': 'A (accept)',
+    'B': 'B (investigate)',
+    'C': 'C (return to provider)',
+}
+
+
 class ReportError(ValueError):
     """A node result cannot be rendered; the message names the field and what was expected."""
 
@@ -128,13 +135,6 @@ def check_node(node):
     if isinstance(node, dict) and not isinstance(name, str):
         raise ReportError('node result: node (the node name) must be text, got %s' % _type_name(name))
     check_nodes({name or '<node>': node})
-
-
-BUCKET_WORDS = {
-    'A': 'A (accept)',
-    'B': 'B (investigate)',
-    'C': 'C (return to provider)',
-}
 
 
 def _identity_phrase(node):
@@ -329,8 +329,8 @@ def junit_xml(nodes):
                                                                      escape(xml_text(entry.get('detail') or message)))
             elif status == 'unknown':
                 body = '<skipped message=%s/>' % quoteattr(xml_text(entry.get('detail') or entry.get('error') or 'not measured'))
-            cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (quoteattr(xml_text('netval.%s' % name)),
-                                                                            quoteattr(case_name), body))
+            classname = quoteattr(xml_text('netval.%s' % name))
+            cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (classname, quoteattr(case_name), body))
         total += len(cases)
         failures += node_failures
         suites.append('  <testsuite name=%s tests="%d" failures="%d">\n%s\n  </testsuite>'

@@ -137,7 +137,7 @@ def check_plan(params):
     problems.append(checks.check_path_component('node', params['node']))
     if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
         problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
-    entries = [('commands.json', 'the command records')]
+    entries = [('commands.json', 'the command records'), (evidence.MANIFEST, 'the manifest')]
     for index, spec in enumerate(params['commands']):
         what = 'commands[%d] (%s)' % (index, spec['name'])
         if not spec['argv']:

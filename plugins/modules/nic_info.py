@@ -120,7 +120,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import ethtool
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
-from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner
 
 UNSUPPORTED_RE = re.compile(r'Operation not supported|not supported|No data available', re.IGNORECASE)
 

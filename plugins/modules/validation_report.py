@@ -20,7 +20,7 @@ description:
     reported before anything is written.
   - Malformed input (a node result that is not a dict, a cause without C(cause) or C(detail), a test given as text,
     C(findings) that is not a list...) fails with a message naming each field; nothing is written.
-  - C(junit.xml) is well-formed XML whatever the text: characters XML 1.0 cannot hold are written as backslash escapes such as C(\x01).
+  - C(junit.xml) is well-formed XML whatever the text; characters XML 1.0 cannot hold are written as backslash escapes such as C(\x01).
   - "Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true))."
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -93,7 +93,7 @@ def cause_texts(node):
 def check_input(module):
     """Every problem with the input, each naming its field, before anything is written."""
     params = module.params
-    problems = []
+    problems = checks.control_characters({'root': params['root']})
     if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
         problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
     for name in sorted(params['nodes'], key=str):

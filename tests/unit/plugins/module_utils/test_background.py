@@ -2,7 +2,6 @@
 import os
 import socket
 import stat
-import subprocess
 import sys
 import time
 
