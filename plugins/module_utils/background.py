@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -104,18 +103,6 @@ def listening_ports():
         except (IOError, OSError):
             continue
     return ports
-
-
-def port_in_use(port, host='0.0.0.0'):
-    """True when something already listens on TCP ``port`` (the bind test is what the server will hit)."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        probe.bind((host, port))
-    except socket.error as exc:
-        return exc.errno == errno.EADDRINUSE
-    finally:
-        probe.close()
-    return False
 
 
 def _stat_fields(pid):

@@ -68,9 +68,3 @@ def failure(error_class, hint=None):
     side, table_hint = ERROR_CLASSES.get(error_class, (SIDE_UNKNOWN, None))
     return {'error_class': error_class, 'error_hint': hint or table_hint, 'error_side': side}
 
-
-def error_side(error_class):
-    """ours, host or unknown for ``error_class`` (None for None)."""
-    if error_class is None:
-        return None
-    return ERROR_CLASSES.get(error_class, (SIDE_UNKNOWN, None))[0]

@@ -103,12 +103,6 @@ def check_binary(option, value, suffix=None):
         option, (' ending in %s' % suffix) if suffix else '', _show(value))
 
 
-def check_pci_address(option, value):
-    if fullmatch(PCI_ADDRESS_RE, value):
-        return None
-    return '%s must be a PCI address such as 0000:1b:00.0, got %s' % (option, _show(value))
-
-
 def check_arg(option, value):
     """A free-form argv item (extra_args): any text without control characters."""
     if isinstance(value, str) and value and not CONTROL_RE.search(value):
