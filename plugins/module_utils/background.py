@@ -65,9 +65,10 @@ def members():
                 found.append(int(name))
     return found
 while time.time() < deadline:
+    # One stat read while the leader lives; the /proc scan only once it is gone.
     if not leader() and not members():
         sys.exit(0)
-    time.sleep(0.2)
+    time.sleep(0.5)
 for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
     if leader() or members():
         try:

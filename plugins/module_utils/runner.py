@@ -7,7 +7,9 @@ In the spirit of community.general's cmd_runner, but smaller: the binary is
 found with ``get_bin_path``, commands are argument lists (never a shell),
 the locale is pinned to C so parsers see the format they were written for,
 a hard timeout is enforced through coreutils ``timeout``, and every failure
-carries the host, the command line, rc, stdout and stderr.
+carries the host, the command line, rc, stdout and stderr, and its class
+(failures.py).  ``run_with_deadline`` runs a command without coreutils: its
+whole session is stopped at the deadline (the evidence bundle uses it).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -209,7 +209,6 @@ def main():
     if hint:
         runner.fail(result, reason='exited with rc=%s; %s' % (result.rc, hint), level=level, error_class='hostengine_unreachable',
                     error_hint=hint)
-    parsed = None
     try:
         parsed = dcgmi.parse_dcgmi_diag(result.stdout or '')
     except ParseError as exc:

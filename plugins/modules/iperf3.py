@@ -109,7 +109,7 @@ options:
   timeout:
     description:
       - Hard limit in seconds (at most two days). For a client, the limit of the command; default O(duration) + O(omit) + 30.
-      - For a server, its hard deadline; default 600.
+      - For a server, its hard deadline; default 3600.
     type: int
 notes:
   - In check mode nothing is started, stopped or run; a client test is not run because it loads the link and uses up
@@ -311,7 +311,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.runner import Tool
 
 _BANDWIDTH_RE = re.compile(r'\d+(?:\.\d+)?[KMGTkmgt]?(?:/\d+)?')
 # A server nobody stops ends this long after it started unless O(timeout) says otherwise.
-SERVER_DEFAULT_DEADLINE = 600
+SERVER_DEFAULT_DEADLINE = 3600
 
 
 def validate(module):

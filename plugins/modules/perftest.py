@@ -123,7 +123,8 @@ options:
     description:
       - Hard timeout in seconds (at most two days). For a client the default is O(duration) + 60, or 300 without O(duration).
       - For a server it is the hard deadline after which the server's whole process group is stopped (SIGTERM, then SIGKILL after
-        3 s) by a watchdog, whatever happens to the play; by default O(duration) + O(ready_timeout) + 300, or 600 without O(duration).
+        3 s) by a watchdog, whatever happens to the play; 3600 by default (servers of several HCAs wait while the clients
+        run one after the other: pass the time the whole sequence needs).
     type: int
   ready_timeout:
     description: Seconds a starting server gets to listen on O(port) (above 0, at most 300).
@@ -360,8 +361,9 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SU
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
 
 BW_ONLY = ('tx_depth', 'qps', 'report_gbits', 'bidirectional')
-# A server nobody stops ends this long after it started unless O(timeout) says otherwise.
-SERVER_DEFAULT_DEADLINE = 600
+# A server nobody stops ends this long after it started unless O(timeout) says otherwise: long enough for
+# the clients of every HCA to run one after the other against servers started together.
+SERVER_DEFAULT_DEADLINE = 3600
 
 
 def validate(module):
@@ -452,12 +454,8 @@ def run_client(module, runner, binary, args):
 
 
 def server_deadline(params):
-    """Seconds the server may live: O(timeout), else long enough for its one test, never unbounded."""
-    if params['timeout']:
-        return params['timeout']
-    if params['duration']:
-        return params['duration'] + params['ready_timeout'] + 300
-    return SERVER_DEFAULT_DEADLINE
+    """Seconds the server may live: O(timeout), else SERVER_DEFAULT_DEADLINE; never unbounded."""
+    return params['timeout'] or SERVER_DEFAULT_DEADLINE
 
 
 def start_server(module, runner, binary, args):

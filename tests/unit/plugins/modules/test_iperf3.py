@@ -126,9 +126,9 @@ def test_server_start(monkeypatch):
     result, failed = run_module(iperf3.main, {'role': 'server', 'port': 5202, 'bind': '10.213.77.2'})
     assert not failed, result
     assert seen == {'argv': ['/usr/bin/iperf3', '-s', '-1', '-p', '5202', '-B', '10.213.77.2', '-J'],
-                    'log_dir': '/tmp', 'port': 5202, 'deadline': 600}
+                    'log_dir': '/tmp', 'port': 5202, 'deadline': 3600}
     assert (result['pid'], result['start_time'], result['exe']) == (4242, 777, '/usr/bin/iperf3')
-    assert result['changed'] is True and result['port'] == 5202 and result['timeout'] == 600 and result['error_class'] is None
+    assert result['changed'] is True and result['port'] == 5202 and result['timeout'] == 3600 and result['error_class'] is None
     assert result['cmd'] == '/usr/bin/iperf3 -s -1 -p 5202 -B 10.213.77.2 -J'
 
 

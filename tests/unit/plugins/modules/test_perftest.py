@@ -200,6 +200,7 @@ def test_server_one_test_start_and_stop(tmp_path, monkeypatch):
     try:
         assert not failed, started
         assert started['changed'] is True and started['port'] == port and started['_ran'] == []
+        assert started['timeout'] == 3600 and started['deadline_at'] > time.time() + 3500 and started['error_class'] is None
         assert started['cmd'] == '%s/ib_send_bw -p %d -F --standin=one-test' % (tmp_path, port)
         assert background.pid_alive(started['pid']) and port in background.listening_ports()
         client = socket.create_connection(('127.0.0.1', port), timeout=5)
