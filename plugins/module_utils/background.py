@@ -21,7 +21,6 @@ No Ansible import: callers pass argv lists and get plain dicts back.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import errno
 import json
 import os
 import shutil

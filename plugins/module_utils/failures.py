@@ -67,4 +67,3 @@ def failure(error_class, hint=None):
     """{error_class, error_hint, error_side} for ``error_class``; ``hint`` overrides the table's hint."""
     side, table_hint = ERROR_CLASSES.get(error_class, (SIDE_UNKNOWN, None))
     return {'error_class': error_class, 'error_hint': hint or table_hint, 'error_side': side}
-

@@ -124,7 +124,7 @@ options:
       - Hard timeout in seconds (at most two days). For a client the default is O(duration) + 60, or 300 without O(duration).
       - For a server it is the hard deadline after which the server's whole process group is stopped (SIGTERM, then SIGKILL after
         3 s) by a watchdog, whatever happens to the play; 3600 by default (servers of several HCAs wait while the clients
-        run one after the other: pass the time the whole sequence needs).
+        run one after the other; pass the time the whole sequence needs).
     type: int
   ready_timeout:
     description: Seconds a starting server gets to listen on O(port) (above 0, at most 300).
