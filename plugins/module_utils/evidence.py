@@ -240,6 +240,24 @@ def _evidence_name(text):
     return re.sub(r'[^A-Za-z0-9._@+-]+', '_', str(text)).strip('_') or 'item'
 
 
+class _Namer(object):
+    """File-name-safe names that stay one-to-one: a second text that flattens to a taken name gets -2, -3..."""
+
+    def __init__(self):
+        self.owner = {}
+
+    def __call__(self, text, key=None):
+        """The name for ``text``; ``key`` (default: the text) says which calls are for the same thing."""
+        key = text if key is None else key
+        base = name = _evidence_name(text)
+        number = 2
+        while self.owner.get(name, key) != key:
+            name = '%s-%d' % (base, number)
+            number += 1
+        self.owner[name] = key
+        return name
+
+
 def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     """What the evidence bundle of one node holds beyond the fixed checklist.
 
@@ -252,11 +270,12 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     devices = rdma.get('devices') or {}
     commands = []
     netdevs = []
+    netdev_name, device_name, test_name = _Namer(), _Namer(), _Namer()
     for port in rdma.get('live_ports') or []:
         if port.get('netdev') and port['netdev'] not in netdevs:
             netdevs.append(port['netdev'])
     for netdev in netdevs:
-        name = _evidence_name(netdev)
+        name = netdev_name(netdev)
         for flag, suffix in ((None, 'link'), ('-i', 'driver'), ('-g', 'ring'), ('-l', 'channels'), ('-k', 'features'),
                              ('-a', 'pause'), ('-S', 'counters')):
             argv = ['ethtool'] + ([flag] if flag else []) + [netdev]
@@ -269,21 +288,21 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
         pci = devices[device].get('pci_address')
         if not pci:
             continue
-        commands.append({'name': 'flint.%s.txt' % _evidence_name(device), 'argv': ['flint', '-d', pci, 'q']})
-        commands.append({'name': 'mlxconfig.%s.txt' % _evidence_name(device), 'argv': ['mlxconfig', '-d', pci, 'q']})
-        commands.append({'name': 'lspci-vvv.%s.txt' % _evidence_name(device), 'argv': ['lspci', '-vvv', '-s', pci]})
+        commands.append({'name': 'flint.%s.txt' % device_name(device), 'argv': ['flint', '-d', pci, 'q']})
+        commands.append({'name': 'mlxconfig.%s.txt' % device_name(device), 'argv': ['mlxconfig', '-d', pci, 'q']})
+        commands.append({'name': 'lspci-vvv.%s.txt' % device_name(device), 'argv': ['lspci', '-vvv', '-s', pci]})
         if device in bad:
             # A slow NIC gets its link's BER and cable facts, for the letter.
-            commands.append({'name': 'mlxlink.%s.txt' % _evidence_name(device), 'argv': ['mlxlink', '-d', pci, '-c', '-e']})
+            commands.append({'name': 'mlxlink.%s.txt' % device_name(device), 'argv': ['mlxlink', '-d', pci, '-c', '-e']})
     files = {
         'results.json': json.dumps(node_result, indent=2, sort_keys=True, default=str),
         'thresholds.json': json.dumps(profile or {}, indent=2, sort_keys=True, default=str),
         'preflight.json': json.dumps(facts, indent=2, sort_keys=True, default=str),
     }
-    for test in node_result.get('tests') or []:
+    for index, test in enumerate(node_result.get('tests') or []):
         raw = test.get('raw')
         if raw:
-            files['tests/%s.txt' % _evidence_name(test.get('id'))] = ('$ %s\n' % test['cmd'] if test.get('cmd') else '') + raw
+            files['tests/%s.txt' % test_name(test.get('id'), key=index)] = ('$ %s\n' % test['cmd'] if test.get('cmd') else '') + raw
     mapped = []
     for path in paths or []:
         if procfs_root and path.startswith('/proc/'):
