@@ -200,8 +200,8 @@ def test_the_evidence_plan_never_maps_two_things_to_one_file():
                       {'id': 'ib_write_bw:mlx5_0', 'raw': 'second peer'}]}
     facts = {'rdma': {'devices': {}, 'live_ports': [{'netdev': 'eth0:1'}, {'netdev': 'eth0_1'}]}}
     plan = evidence.evidence_plan(node, {}, facts)
-    assert sorted(plan['files'][name] for name in plan['files'] if name.startswith('tests/')) == ['first peer', 'other test',
-                                                                                                   'second peer']
+    raws = sorted(plan['files'][name] for name in plan['files'] if name.startswith('tests/'))
+    assert raws == ['first peer', 'other test', 'second peer']
     names = [command['name'] for command in plan['commands']]
     assert len(names) == len(set(names)) == 14
     problems = evidence.claim_names([('commands/%s' % name, name) for name in names] + [(name, name) for name in plan['files']])
