@@ -23,6 +23,12 @@ options:
   peer:
     description: The peer the measurements were taken against.
     type: str
+  end:
+    description:
+      - Where the looped module ran - V(node), V(peer), or the run's V(client) or V(server) end. A failure the module pins on
+        its host counts against the node only when that host is the node; on the known-good peer it is ours.
+    type: str
+    default: node
 '''
 
 EXAMPLES = r'''
@@ -43,9 +49,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import loop_measurements
 
 
-def _loop_measurements(results, peer=None):
+def _loop_measurements(results, peer=None, end=None):
     try:
-        return loop_measurements(results, peer)
+        return loop_measurements(results, peer, end)
     except ValueError as exc:
         raise AnsibleFilterError('loop_measurements: %s' % exc)
 

@@ -28,6 +28,10 @@ options:
   peer:
     description: The peer the measurement was taken against.
     type: str
+  end:
+    description: Where the module ran - V(node), V(peer), or the run's V(client) or V(server) end.
+    type: str
+    default: node
 '''
 
 EXAMPLES = r'''
@@ -49,9 +53,9 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.catalogue import C
 from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import run_measurements
 
 
-def _run_measurements(result, run, peer=None):
+def _run_measurements(result, run, peer=None, end=None):
     try:
-        return run_measurements(result, run, peer)
+        return run_measurements(result, run, peer, end)
     except (CatalogueError, ValueError) as exc:
         raise AnsibleFilterError('run_measurements: %s' % exc)
 

@@ -39,7 +39,16 @@ _value:
   type: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.report import vendor_letter
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import report
+
+
+def vendor_letter(node, sender=None):
+    try:
+        return report.vendor_letter(node, sender)
+    except report.ReportError as exc:
+        raise AnsibleFilterError('vendor_letter: %s' % exc)
 
 
 class FilterModule(object):

@@ -4,9 +4,10 @@
 """Write evidence and reports so that nothing is lost: atomically, never over an existing bundle.
 
 A bundle is built in a hidden sibling folder and renamed into place in one
-step; if the final folder already exists the write is refused.  The manifest
-is in ``sha256sum`` format so ``sha256sum -c MANIFEST.sha256`` verifies it
-from inside the folder.
+step; if the final folder already exists the write is refused.  Every file is
+created with O_EXCL and O_NOFOLLOW and fsynced, and so are the folders, before
+the rename.  The manifest is in ``sha256sum`` format so ``sha256sum -c
+MANIFEST.sha256`` verifies it from inside the folder.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,11 +18,14 @@ import json
 import os
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 
 MANIFEST = 'MANIFEST.sha256'
-_SAFE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._@+-]*$')
+_SAFE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._@+-]{0,254}')
+STAMP_RE = re.compile(r'\d{8}T\d{6}Z')
+_NOFOLLOW = getattr(os, 'O_NOFOLLOW', 0)
 
 
 class EvidenceError(Exception):
@@ -29,11 +33,38 @@ class EvidenceError(Exception):
 
 
 def safe_relpath(name):
-    """A relative path made of safe components (no '..', no absolute paths)."""
-    parts = [p for p in str(name).split('/') if p]
-    if str(name).startswith('/') or not parts or any(not _SAFE_NAME.match(p) for p in parts):
-        raise EvidenceError('unsafe evidence file name %r' % (name,))
+    """A relative path made of safe components (no '..', no absolute paths, no empty components)."""
+    text = name if isinstance(name, str) else ''
+    parts = text.split('/')
+    if not text or any(_SAFE_NAME.fullmatch(part) is None for part in parts):
+        raise EvidenceError('unsafe evidence file name %r (relative path of letters, digits, . _ @ + - components)' % (name,))
     return os.path.join(*parts)
+
+
+def claim_names(entries):
+    """Check that ``entries`` ([(relpath, what)]) name distinct files and no file is another's folder.
+
+    Returns the problems (empty when every entry gets a file of its own).
+    """
+    problems = []
+    owner = {}
+    for rel, what in entries:
+        try:
+            rel = safe_relpath(rel)
+        except EvidenceError as exc:
+            problems.append('%s: %s' % (what, exc))
+            continue
+        if rel in owner:
+            problems.append('%s and %s would both be written to %s' % (owner[rel], what, rel))
+            continue
+        owner[rel] = what
+    for rel, what in sorted(owner.items()):
+        parent = os.path.dirname(rel)
+        while parent:
+            if parent in owner:
+                problems.append('%s is written to %s, which %s needs as a folder' % (owner[parent], parent, what))
+            parent = os.path.dirname(parent)
+    return problems
 
 
 def sha256_file(path):
@@ -42,6 +73,23 @@ def sha256_file(path):
         for block in iter(lambda: handle.read(1024 * 1024), b''):
             digest.update(block)
     return digest.hexdigest()
+
+
+def fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_new_file(path, data, mode=0o644):
+    """Create ``path`` (never over anything, never through a symlink), write ``data`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+    with os.fdopen(fd, 'wb') as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def write_manifest(folder):
@@ -56,9 +104,7 @@ def write_manifest(folder):
                 continue
             entries.append((sha256_file(path), rel))
     entries.sort(key=lambda entry: entry[1])
-    with open(os.path.join(folder, MANIFEST), 'w') as handle:
-        for digest, rel in entries:
-            handle.write('%s  %s\n' % (digest, rel))
+    write_new_file(os.path.join(folder, MANIFEST), ''.join('%s  %s\n' % (digest, rel) for digest, rel in entries).encode('utf-8'))
     return entries
 
 
@@ -77,12 +123,32 @@ def verify_manifest(folder):
     return bad
 
 
+def real_dir(path, create=False):
+    """Make sure ``path`` is a directory and not a symlink (created with mode 0755 when ``create``)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        if not create:
+            raise EvidenceError('%s does not exist' % path)
+        os.mkdir(path, 0o755)
+        info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise EvidenceError('%s is a symlink; evidence is never written through a symlink' % path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise EvidenceError('%s exists and is not a directory' % path)
+    return path
+
+
 def build_bundle(final_dir, files):
     """Create ``final_dir`` holding ``files`` ({relpath: text or bytes}) and a manifest, atomically.
 
-    Refuses to replace an existing folder.  Returns the manifest entries.
+    Refuses to replace an existing folder (or anything else of that name) and refuses names that
+    collide.  Returns the manifest entries.
     """
-    if os.path.exists(final_dir):
+    problems = claim_names([(rel, repr(rel)) for rel in files] + [(MANIFEST, 'the manifest')])
+    if problems:
+        raise EvidenceError('; '.join(problems))
+    if os.path.lexists(final_dir):
         raise EvidenceError('%s already exists; evidence is never overwritten' % final_dir)
     parent = os.path.dirname(final_dir.rstrip('/'))
     os.makedirs(parent, exist_ok=True)
@@ -92,13 +158,15 @@ def build_bundle(final_dir, files):
             path = os.path.join(staging, safe_relpath(rel))
             os.makedirs(os.path.dirname(path), exist_ok=True)
             data = content if isinstance(content, bytes) else (content or '').encode('utf-8')
-            with open(path, 'wb') as handle:
-                handle.write(data)
+            write_new_file(path, data)
         entries = write_manifest(staging)
+        for base, dirs, _files in os.walk(staging, topdown=False):
+            fsync_dir(base)
         os.chmod(staging, 0o755)
-        if os.path.exists(final_dir):
+        if os.path.lexists(final_dir):
             raise EvidenceError('%s appeared while writing; evidence is never overwritten' % final_dir)
         os.rename(staging, final_dir)
+        fsync_dir(parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -107,34 +175,87 @@ def build_bundle(final_dir, files):
 
 def tar_folder(folder, tarball):
     """Tar the contents of ``folder`` (flat, no top directory) into ``tarball`` atomically; refuses to overwrite."""
-    if os.path.exists(tarball):
+    if os.path.lexists(tarball):
         raise EvidenceError('%s already exists; evidence is never overwritten' % tarball)
     handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(tarball), dir=os.path.dirname(tarball))
-    os.close(handle)
     try:
-        with tarfile.open(tmp, 'w:gz') as archive:
-            for name in sorted(os.listdir(folder)):
-                archive.add(os.path.join(folder, name), arcname=name)
+        with os.fdopen(handle, 'wb') as raw:
+            with tarfile.open(fileobj=raw, mode='w:gz') as archive:
+                for name in sorted(os.listdir(folder)):
+                    archive.add(os.path.join(folder, name), arcname=name)
+            raw.flush()
+            os.fsync(raw.fileno())
         os.chmod(tmp, 0o644)
+        if os.path.lexists(tarball):
+            raise EvidenceError('%s appeared while writing; evidence is never overwritten' % tarball)
         os.rename(tmp, tarball)
+        fsync_dir(os.path.dirname(tarball) or '.')
     except BaseException:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
     return sha256_file(tarball)
 
 
+def foreign_link_problem(link):
+    """Why ``link`` may not be replaced (it exists and is not our symlink to a run folder), or None."""
+    if not os.path.lexists(link):
+        return None
+    if os.path.islink(link):
+        target = os.readlink(link)
+        if STAMP_RE.fullmatch(target):
+            return None
+        return '%s is a symlink to %s, not to a run folder of ours; move it away' % (link, target)
+    return '%s exists and is not a symlink (a %s); move it away' % (link, 'directory' if os.path.isdir(link) else 'file')
+
+
 def replace_symlink(link, target):
-    """Point ``link`` at ``target`` atomically (rename over the old link)."""
-    tmp = '%s.tmp-%d' % (link, os.getpid())
-    if os.path.lexists(tmp):
+    """Point ``link`` at ``target`` (a run folder name) atomically.
+
+    Only our own symlink is replaced: one that points at a run timestamp. A regular file, a
+    directory or a symlink elsewhere of that name is refused with EvidenceError.
+    """
+    problem = foreign_link_problem(link)
+    if problem:
+        raise EvidenceError(problem)
+    folder = os.path.dirname(link) or '.'
+    for _attempt in range(100):
+        tmp = os.path.join(folder, '.%s.%s' % (os.path.basename(link), os.urandom(6).hex()))
+        try:
+            os.symlink(target, tmp)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise EvidenceError('cannot create a temporary symlink next to %s' % link)
+    try:
+        os.rename(tmp, link)
+    except BaseException:
         os.unlink(tmp)
-    os.symlink(target, tmp)
-    os.rename(tmp, link)
+        raise
+    fsync_dir(folder)
 
 
 def _evidence_name(text):
     return re.sub(r'[^A-Za-z0-9._@+-]+', '_', str(text)).strip('_') or 'item'
+
+
+class _Namer(object):
+    """File-name-safe names that stay one-to-one: a second text that flattens to a taken name gets -2, -3..."""
+
+    def __init__(self):
+        self.owner = {}
+
+    def __call__(self, text, key=None):
+        """The name for ``text``; ``key`` (default: the text) says which calls are for the same thing."""
+        key = text if key is None else key
+        base = name = _evidence_name(text)
+        number = 2
+        while self.owner.get(name, key) != key:
+            name = '%s-%d' % (base, number)
+            number += 1
+        self.owner[name] = key
+        return name
 
 
 def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
@@ -149,11 +270,12 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     devices = rdma.get('devices') or {}
     commands = []
     netdevs = []
+    netdev_name, device_name, test_name = _Namer(), _Namer(), _Namer()
     for port in rdma.get('live_ports') or []:
         if port.get('netdev') and port['netdev'] not in netdevs:
             netdevs.append(port['netdev'])
     for netdev in netdevs:
-        name = _evidence_name(netdev)
+        name = netdev_name(netdev)
         for flag, suffix in ((None, 'link'), ('-i', 'driver'), ('-g', 'ring'), ('-l', 'channels'), ('-k', 'features'),
                              ('-a', 'pause'), ('-S', 'counters')):
             argv = ['ethtool'] + ([flag] if flag else []) + [netdev]
@@ -166,21 +288,21 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
         pci = devices[device].get('pci_address')
         if not pci:
             continue
-        commands.append({'name': 'flint.%s.txt' % _evidence_name(device), 'argv': ['flint', '-d', pci, 'q']})
-        commands.append({'name': 'mlxconfig.%s.txt' % _evidence_name(device), 'argv': ['mlxconfig', '-d', pci, 'q']})
-        commands.append({'name': 'lspci-vvv.%s.txt' % _evidence_name(device), 'argv': ['lspci', '-vvv', '-s', pci]})
+        commands.append({'name': 'flint.%s.txt' % device_name(device), 'argv': ['flint', '-d', pci, 'q']})
+        commands.append({'name': 'mlxconfig.%s.txt' % device_name(device), 'argv': ['mlxconfig', '-d', pci, 'q']})
+        commands.append({'name': 'lspci-vvv.%s.txt' % device_name(device), 'argv': ['lspci', '-vvv', '-s', pci]})
         if device in bad:
             # A slow NIC gets its link's BER and cable facts, for the letter.
-            commands.append({'name': 'mlxlink.%s.txt' % _evidence_name(device), 'argv': ['mlxlink', '-d', pci, '-c', '-e']})
+            commands.append({'name': 'mlxlink.%s.txt' % device_name(device), 'argv': ['mlxlink', '-d', pci, '-c', '-e']})
     files = {
         'results.json': json.dumps(node_result, indent=2, sort_keys=True, default=str),
         'thresholds.json': json.dumps(profile or {}, indent=2, sort_keys=True, default=str),
         'preflight.json': json.dumps(facts, indent=2, sort_keys=True, default=str),
     }
-    for test in node_result.get('tests') or []:
+    for index, test in enumerate(node_result.get('tests') or []):
         raw = test.get('raw')
         if raw:
-            files['tests/%s.txt' % _evidence_name(test.get('id'))] = ('$ %s\n' % test['cmd'] if test.get('cmd') else '') + raw
+            files['tests/%s.txt' % test_name(test.get('id'), key=index)] = ('$ %s\n' % test['cmd'] if test.get('cmd') else '') + raw
     mapped = []
     for path in paths or []:
         if procfs_root and path.startswith('/proc/'):

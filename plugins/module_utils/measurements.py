@@ -294,12 +294,32 @@ def dcgmi(result, subject, peer):
     return entries
 
 
-def run_measurements(result, run, peer=None):
+def _box_of(run, end):
+    """Which box ran the module: ``end`` is the box itself ('node', 'peer') or an end of the run ('client', 'server')."""
+    if end in ('client', 'server'):
+        return ((run or {}).get(end) or {}).get('on') or 'node'
+    return end or 'node'
+
+
+def _sided(entry, box):
+    """The modules say a failure is their host's; a failure on the known-good peer is never the node's (it is ours)."""
+    if entry.get('error_side') == 'host':
+        entry['error_side'] = 'node' if box == 'node' else 'ours'
+    return entry
+
+
+def run_measurements(result, run, peer=None, end=None):
     """The measurements of one planned run (an entry of the test plan's ``runs``) from its module result.
 
     ``result`` is the registered module result; for the all-NIC test it is {clients: [client results], before,
-    after} (the counter snapshots).  Which reader applies, and in which unit, comes from the catalogue.
+    after} (the counter snapshots).  ``end`` says where the module ran: 'node' (the default), 'peer', or the run's
+    'client' / 'server' end.  Which reader applies, and in which unit, comes from the catalogue.
     """
+    box = _box_of(run, end)
+    return [_sided(entry, box) for entry in _run_measurements(result, run, peer)]
+
+
+def _run_measurements(result, run, peer):
     result = result if isinstance(result, dict) else {}
     entry = catalogue.test(run.get('test'))
     module = entry['module']
@@ -342,14 +362,14 @@ def _planned_run(result):
     return None
 
 
-def loop_measurements(results, peer=None):
+def loop_measurements(results, peer=None, end=None):
     """The measurements of a registered loop over plan runs (its ``results``), each read against its own run."""
     found = []
     for result in results or []:
         run = _planned_run(result)
         if run is None:
             raise ValueError('a looped result without its planned run: loop over the test plan\'s runs')
-        found.extend(run_measurements(result, run, peer))
+        found.extend(run_measurements(result, run, peer, end))
     return found
 
 

@@ -286,5 +286,23 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
         else:
             runs = _plan_node_test(entry, params, pairs, options, iperf3_port, plan['expected'])
         plan['tests'].append(entry['name'])
-        plan['runs'][entry['name']] = runs
+        plan['runs'][entry['name']] = _with_server_deadlines(runs, options)
     return plan
+
+
+def _with_server_deadlines(runs, options):
+    """Each server's hard deadline: it waits while the runs before it go one at a time, then serves its own."""
+    sessions = []
+    for run in runs:
+        sessions.extend(run.get('clients') or [run])
+    if len(sessions) > 1 and runs and runs[0].get('clients'):
+        # All at once: every server is needed for the one concurrent session.
+        deadline = max(s['timeout'] for s in sessions) + options['timeout_margin']
+        for session in sessions:
+            session['server_timeout'] = deadline
+        return runs
+    elapsed = 0
+    for session in sessions:
+        elapsed += session['timeout']
+        session['server_timeout'] = elapsed + options['timeout_margin']
+    return runs

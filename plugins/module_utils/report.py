@@ -12,6 +12,7 @@ letter: measured lines are pasted verbatim from the tools' raw output.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
@@ -21,6 +22,104 @@ BUCKET_WORDS = {
     'B': 'B (investigate)',
     'C': 'C (return to provider)',
 }
+
+
+class ReportError(ValueError):
+    """A node result cannot be rendered; the message names the field and what was expected."""
+
+
+# Characters XML 1.0 cannot carry at all, even escaped.
+_XML_ILLEGAL = re.compile(r'[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]')
+_LIST_FIELDS = ('tests', 'findings', 'causes', 'ruled_out')
+_DICT_FIELDS = ('identity', 'nic_pci', 'counts')
+_TEXT_LIST_FIELDS = ('verbatim',)
+
+
+def _type_name(value):
+    return 'null' if value is None else type(value).__name__
+
+
+def node_problems(name, node):
+    """What is wrong with one node result for the renderers (a list of sentences naming the field; empty when fine)."""
+    where = 'nodes.%s' % name
+    if not isinstance(node, dict):
+        return ['%s must be a dict (a node result), got %s' % (where, _type_name(node))]
+    problems = []
+    if node.get('bucket') not in BUCKET_WORDS:
+        problems.append('%s.bucket must be A, B or C, got %r' % (where, node.get('bucket')))
+    for field in _LIST_FIELDS:
+        if field in node and not isinstance(node[field], list):
+            problems.append('%s.%s must be a list, got %s' % (where, field, _type_name(node[field])))
+    for field in _DICT_FIELDS:
+        if node.get(field) is not None and not isinstance(node[field], dict):
+            problems.append('%s.%s must be a dict, got %s' % (where, field, _type_name(node[field])))
+    for field in ('tests', 'findings'):
+        for index, entry in enumerate(node.get(field) if isinstance(node.get(field), list) else []):
+            at = '%s.%s[%d]' % (where, field, index)
+            if not isinstance(entry, dict):
+                problems.append('%s must be a dict (a %s), got %s' % (at, field[:-1] if field == 'tests' else 'finding', _type_name(entry)))
+                continue
+            for key in _TEXT_LIST_FIELDS:
+                value = entry.get(key)
+                if value is not None and (not isinstance(value, list) or not all(isinstance(item, str) for item in value)):
+                    problems.append('%s.%s must be a list of text lines' % (at, key))
+            if entry.get('cmd') is not None and not isinstance(entry['cmd'], str):
+                problems.append('%s.cmd must be text, got %s' % (at, _type_name(entry['cmd'])))
+    for index, cause in enumerate(node.get('causes') if isinstance(node.get('causes'), list) else []):
+        at = '%s.causes[%d]' % (where, index)
+        if isinstance(cause, str):
+            continue
+        if not isinstance(cause, dict):
+            problems.append('%s must be text or a dict with cause and detail, got %s' % (at, _type_name(cause)))
+            continue
+        for key in ('cause', 'detail'):
+            if not isinstance(cause.get(key), str) or not cause[key]:
+                problems.append('%s.%s must be non-empty text, got %r' % (at, key, cause.get(key)))
+        subjects = cause.get('subjects')
+        if subjects is not None and (not isinstance(subjects, list) or not all(isinstance(item, str) for item in subjects)):
+            problems.append('%s.subjects must be a list of text' % at)
+    for index, item in enumerate(node.get('ruled_out') if isinstance(node.get('ruled_out'), list) else []):
+        if not isinstance(item, str):
+            problems.append('%s.ruled_out[%d] must be text, got %s' % (where, index, _type_name(item)))
+    return problems
+
+
+def check_nodes(nodes):
+    """Raise ReportError naming every malformed field of ``nodes`` ({name: node result})."""
+    if not isinstance(nodes, dict):
+        raise ReportError('nodes must be a dict of node name to node result, got %s' % _type_name(nodes))
+    problems = []
+    for name in sorted(nodes, key=str):
+        problems.extend(node_problems(name, nodes[name]))
+    if problems:
+        raise ReportError('; '.join(problems))
+
+
+def check_sender(sender):
+    if sender is None:
+        return {}
+    if not isinstance(sender, dict) or not isinstance(sender.get('signature', ''), (str, type(None))):
+        raise ReportError('sender must be a dict whose signature is text, got %r' % (sender,))
+    return sender
+
+
+def xml_text(value):
+    """``value`` as text XML 1.0 can hold: characters it cannot carry become \\xNN."""
+    text = value if isinstance(value, str) else ('' if value is None else str(value))
+    return _XML_ILLEGAL.sub(_xml_char_escape, text)
+
+
+def _xml_char_escape(match):
+    code = ord(match.group())
+    return '\\x%02x' % code if code < 0x100 else '\\u%04x' % code
+
+
+def check_node(node):
+    """Raise ReportError naming every malformed field of one node result (which must carry its ``node`` name)."""
+    name = node.get('node') if isinstance(node, dict) else None
+    if isinstance(node, dict) and not isinstance(name, str):
+        raise ReportError('node result: node (the node name) must be text, got %s' % _type_name(name))
+    check_nodes({name or '<node>': node})
 
 
 def _identity_phrase(node):
@@ -78,8 +177,12 @@ def _subject_phrase(subject, node):
 
 
 def vendor_letter(node, sender=None):
-    """A plain-prose draft for the provider about a bucket C node (no markdown headers)."""
-    sender = sender or {}
+    """A plain-prose draft for the provider about a bucket C node (no markdown headers).
+
+    Raises ReportError naming the field when ``node`` is malformed.
+    """
+    check_node(node)
+    sender = check_sender(sender)
     tier = node.get('tier_description') or node.get('tier') or 'the contracted'
     paragraphs = ['Hi,']
     paragraphs.append(
@@ -146,6 +249,7 @@ def vendor_letter(node, sender=None):
 
 def node_markdown(node):
     """Per-node Markdown summary."""
+    check_node(node)
     lines = ['# %s: bucket %s' % (node['node'], BUCKET_WORDS.get(node.get('bucket'), node.get('bucket'))), '',
              '- tier: %s' % node.get('tier'), '- peer: %s' % node.get('peer'), '- validated: %s' % node.get('timestamp'), '']
     causes = node.get('causes') or []
@@ -166,6 +270,7 @@ def node_markdown(node):
 
 def summary_table(nodes):
     """Fixed-width text table of the run: node, peer, tier, bucket, counts, first cause."""
+    check_nodes(nodes)
     header = ('node', 'peer', 'tier', 'bucket', 'healthy', 'marginal', 'reject', 'likely cause')
     rows = []
     for name in sorted(nodes):
@@ -186,7 +291,11 @@ def summary_table(nodes):
 
 
 def junit_xml(nodes):
-    """JUnit XML: one testsuite per node, one testcase per check; marginal is reported as a failure of type marginal."""
+    """JUnit XML: one testsuite per node, one testcase per check; marginal is reported as a failure of type marginal.
+
+    Well-formed for any text: characters XML cannot carry are written as \\xNN.
+    """
+    check_nodes(nodes)
     suites = []
     total = failures = 0
     for name in sorted(nodes):
@@ -194,21 +303,22 @@ def junit_xml(nodes):
         cases = []
         node_failures = 0
         for entry in list(node.get('findings', [])) + list(node.get('tests', [])):
-            case_name = '%s[%s]' % (entry.get('check') or entry.get('metric') or entry.get('id'), entry.get('subject') or name)
+            case_name = xml_text('%s[%s]' % (entry.get('check') or entry.get('metric') or entry.get('id'), entry.get('subject') or name))
             status = entry.get('status')
             body = ''
             if status in ('reject', 'marginal'):
                 node_failures += 1
                 message = '%s: %s (expected %s)' % (status, entry.get('as_printed') or entry.get('actual') or entry.get('detail') or '',
                                                     entry.get('expected') or '-')
-                body = '<failure type=%s message=%s>%s</failure>' % (quoteattr(status), quoteattr(message),
-                                                                     escape(entry.get('detail') or message))
+                body = '<failure type=%s message=%s>%s</failure>' % (quoteattr(status), quoteattr(xml_text(message)),
+                                                                     escape(xml_text(entry.get('detail') or message)))
             elif status == 'unknown':
-                body = '<skipped message=%s/>' % quoteattr(entry.get('detail') or entry.get('error') or 'not measured')
-            cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (quoteattr('netval.%s' % name), quoteattr(case_name), body))
+                body = '<skipped message=%s/>' % quoteattr(xml_text(entry.get('detail') or entry.get('error') or 'not measured'))
+            classname = quoteattr(xml_text('netval.%s' % name))
+            cases.append('    <testcase classname=%s name=%s>%s</testcase>' % (classname, quoteattr(case_name), body))
         total += len(cases)
         failures += node_failures
         suites.append('  <testsuite name=%s tests="%d" failures="%d">\n%s\n  </testsuite>'
-                      % (quoteattr('%s (bucket %s)' % (name, node.get('bucket'))), len(cases), node_failures, '\n'.join(cases)))
+                      % (quoteattr(xml_text('%s (bucket %s)' % (name, node.get('bucket')))), len(cases), node_failures, '\n'.join(cases)))
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="gpufleet.netval" tests="%d" failures="%d">\n%s\n</testsuites>\n'
             % (total, failures, '\n'.join(suites)))

@@ -7,14 +7,21 @@ In the spirit of community.general's cmd_runner, but smaller: the binary is
 found with ``get_bin_path``, commands are argument lists (never a shell),
 the locale is pinned to C so parsers see the format they were written for,
 a hard timeout is enforced through coreutils ``timeout``, and every failure
-carries the host, the command line, rc, stdout and stderr.
+carries the host, the command line, rc, stdout and stderr, and its class
+(failures.py).  ``run_with_deadline`` runs a command without coreutils: its
+whole session is stopped at the deadline (the evidence bundle uses it).
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
 import shlex
+import signal
 import socket
+import subprocess
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
 
 # tool -> (Debian/Ubuntu package, RHEL package); named in "not found" errors.
 TOOL_PACKAGES = {
@@ -94,6 +101,42 @@ class CommandResult(object):
                 'stdout': self.stdout, 'stderr': self.stderr, 'timed_out': self.timed_out}
 
 
+def run_with_deadline(argv, timeout, grace=2.0):
+    """Run ``argv`` in a session of its own and stop that whole session at ``timeout`` seconds.
+
+    No coreutils ``timeout``: the deadline is ours, and it covers children that ignore SIGTERM
+    or keep the output pipes open (SIGTERM to the group, SIGKILL after ``grace``).  The group is
+    signalled only while its leader is unreaped, so its id cannot belong to anyone else.
+    Returns a CommandResult whose ``timed_out`` says whether the deadline was hit.
+    """
+    env = dict(os.environ)
+    env.update(C_LOCALE)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            close_fds=True, start_new_session=True)
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        out, err = b'', b''
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except OSError:
+                pass
+            try:
+                out, err = proc.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            # Something that left our session still holds the pipes: stop reading, keep what we have.
+            proc.stdout.close()
+            proc.stderr.close()
+            proc.wait()
+    return CommandResult(argv, proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace'), timed_out=timed_out)
+
+
 class ToolRunner(object):
     """Run external tools for an AnsibleModule.
 
@@ -114,7 +157,7 @@ class ToolRunner(object):
         if path is None and required:
             self.module.fail_json(
                 msg='%s: required tool %r was not found on PATH; %s' % (hostname(), tool, package_hint(tool)),
-                tool=tool, missing_tool=True)
+                tool=tool, missing_tool=True, **failure('tool_missing', package_hint(tool)))
         return path
 
     def first_available(self, tools):
@@ -147,7 +190,11 @@ class ToolRunner(object):
         return result
 
     def fail(self, result, reason=None, **extra):
-        """Fail the module for ``result`` with a message an operator can act on."""
+        """Fail the module for ``result`` with a message an operator can act on.
+
+        ``extra`` may name the failure class (error_class, error_hint); by default it is
+        ``timeout`` or ``tool_failed`` (see failures.py).
+        """
         if reason is None:
             if result.timed_out:
                 reason = 'timed out'
@@ -158,9 +205,12 @@ class ToolRunner(object):
         if detail:
             msg += ': %s' % detail[-1][:300]
         fields = result.as_dict()
+        error_class = extra.pop('error_class', None) or ('timeout' if result.timed_out else 'tool_failed')
+        fields.update(failure(error_class, extra.pop('error_hint', None)))
+        extra.pop('error_side', None)
         fields.update(extra)
         self.module.fail_json(msg=msg, **fields)
 
     def fail_parse(self, result, error):
         """Fail the module because a command's output could not be parsed (``error`` is a ParseError)."""
-        self.fail(result, reason='gave output that could not be parsed (%s)' % error)
+        self.fail(result, reason='gave output that could not be parsed (%s)' % error, error_class='parse_error')

@@ -35,7 +35,7 @@ options:
     type: list
     elements: int
   timeout:
-    description: Hard limit in seconds; by level 120, 600, 1800 or 7200 by default.
+    description: Hard limit in seconds (above 0, at most 86400); by level 120, 600, 1800 or 7200 by default.
     type: int
   fail_on:
     description: Fail the module when the diagnostic's overall result is C(fail) (O(fail_on=fail)), C(warn) or worse, or never.
@@ -144,11 +144,29 @@ stderr:
   description: Error output of dcgmi.
   returned: when run
   type: str
+error_class:
+  description:
+    - Failure class, null on success; one of C(invalid_options), C(tool_missing) (no dcgmi), C(timeout), C(tool_failed),
+      C(hostengine_unreachable), C(parse_error) or C(diag_failed) (with O(fail_on)).
+  returned: always
+  type: str
+error_hint:
+  description: What to check for RV(error_class), null on success.
+  returned: always
+  type: str
+error_side:
+  description:
+    - Whose fault RV(error_class) is, null on success; C(ours) (a missing dcgmi, a stopped host engine, our timeout, unreadable
+      output; never the provider's), C(host) (a GPU of this host failed the diagnostic) or C(unknown).
+  returned: always
+  type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
 
 DEFAULT_TIMEOUTS = {1: 120, 2: 600, 3: 1800, 4: 7200}
@@ -168,34 +186,34 @@ def main():
     params = module.params
     level = params['level']
     timeout = params['timeout'] if params['timeout'] is not None else DEFAULT_TIMEOUTS[level]
-    if timeout < 1:
-        module.fail_json(msg='%s: timeout must be at least 1 second, got %d' % (hostname(), timeout))
+    problems = [checks.check_timeout('timeout', timeout)]
+    problems.extend(checks.check_number('gpus[%d]' % index, gpu, 0, 1023) for index, gpu in enumerate(params['gpus'] or []))
+    checks.fail_if_invalid(module, 'dcgmi_diag', checks.problems_of(problems))
     args = ['diag', '-r', str(level)]
     if params['json']:
         args.append('-j')
     if params['gpus']:
-        bad = [gpu for gpu in params['gpus'] if not 0 <= gpu <= 1023]
-        if bad:
-            module.fail_json(msg='%s: gpus: %r are not GPU ids (0..1023)' % (hostname(), bad))
         args += ['-i', ','.join(str(gpu) for gpu in params['gpus'])]
 
     runner = ToolRunner(module)
     if module.check_mode:
         binary = runner.find('dcgmi', required=False) or 'dcgmi'
-        module.exit_json(changed=False, cmd=render_cmd([binary] + args), level=level, timeout=timeout)
+        module.exit_json(changed=False, cmd=render_cmd([binary] + args), level=level, timeout=timeout, **SUCCESS)
 
     result = runner.run('dcgmi', args, timeout=timeout, check=False)
     if result.timed_out:
-        runner.fail(result, reason='timed out after %ss (level %d; raise timeout for long levels)' % (timeout, level), level=level)
+        runner.fail(result, reason='timed out after %ss (level %d; raise timeout for long levels)' % (timeout, level), level=level,
+                    error_class='timeout')
     output = '\n'.join(part for part in (result.stdout, result.stderr) if part)
     hint = dcgmi.classify_connection_error(output)
     if hint:
-        runner.fail(result, reason='exited with rc=%s; %s' % (result.rc, hint), level=level, error_class='hostengine_unreachable')
-    parsed = None
+        runner.fail(result, reason='exited with rc=%s; %s' % (result.rc, hint), level=level, error_class='hostengine_unreachable',
+                    error_hint=hint)
     try:
         parsed = dcgmi.parse_dcgmi_diag(result.stdout or '')
     except ParseError as exc:
-        runner.fail(result, reason='exited with rc=%s and gave output that could not be parsed (%s)' % (result.rc, exc), level=level)
+        runner.fail(result, reason='exited with rc=%s and gave output that could not be parsed (%s)' % (result.rc, exc), level=level,
+                    error_class='parse_error')
     parsed['level'] = level
     fields = dict(parsed, cmd=result.cmd, rc=result.rc, stdout=result.stdout, stderr=result.stderr)
     overall = parsed['overall']
@@ -205,8 +223,8 @@ def main():
         names = parsed['failed_tests'] + (parsed['warned_tests'] if params['fail_on'] == 'warn' else [])
         module.fail_json(msg='%s: `%s`: diagnostic result %s (%s; GPUs failed: %s)' % (
             hostname(), result.cmd, overall, ', '.join(names) or 'no test named',
-            ', '.join(str(gpu) for gpu in parsed['gpus_failed']) or 'none'), **fields)
-    module.exit_json(changed=False, **fields)
+            ', '.join(str(gpu) for gpu in parsed['gpus_failed']) or 'none'), **dict(fields, **failure('diag_failed')))
+    module.exit_json(changed=False, **dict(fields, **SUCCESS))
 
 
 if __name__ == '__main__':

@@ -18,6 +18,11 @@ description:
   - Writes everything into C(<dest>/<node>/<timestamp>/) atomically, with a C(MANIFEST.sha256) in C(sha256sum) format,
     and tars it (flat) into C(<dest>/<node>/<node>-<timestamp>.tar.gz).
   - A missing tool is recorded in C(commands.json), not fatal. An existing bundle is never overwritten.
+  - Everything is checked before anything runs; names that would collide (two entries for one file, for example the paths
+    C(/a/b) and C(/a_b), or a O(files) entry named like a command's output) are an error.
+  - Each command runs in a session of its own that is stopped (SIGTERM, SIGKILL 2 s later) at its O(commands[].timeout);
+    no coreutils C(timeout) is needed, and C(timed_out) in RV(commands) says whether it was hit.
+  - Every file is fsynced before the bundle is renamed into place; C(<dest>/<node>) must be a real directory, never a symlink.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -40,16 +45,16 @@ options:
     default: []
     suboptions:
       name:
-        description: File name for the output inside C(commands/).
+        description: File name for the output inside C(commands/) (components of letters, digits, C(.), C(_), C(@), C(+), C(-)).
         type: str
         required: true
       argv:
-        description: Command as an argument list; the first element is looked up on PATH.
+        description: Command as an argument list; the first element (a program name or path, not starting with C(-)) is looked up on PATH.
         type: list
         elements: str
         required: true
       timeout:
-        description: Hard timeout in seconds.
+        description: Hard timeout in seconds (above 0, at most 3600).
         type: int
         default: 120
   files:
@@ -57,7 +62,7 @@ options:
     type: dict
     default: {}
   paths:
-    description: Files on the node to copy into C(files/) (missing ones are recorded).
+    description: Files on the node to copy into C(files/), as C(files/<path with / replaced by _>) (missing ones are recorded).
     type: list
     elements: path
     default: []
@@ -104,7 +109,7 @@ manifest:
   type: list
   elements: dict
 commands:
-  description: Per evidence command, its argv, rc, whether the tool was missing or timed out.
+  description: Per evidence command, its argv, rc, timeout, whether the tool was missing and whether it ran past its timeout (C(timed_out)).
   returned: always
   type: list
   elements: dict
@@ -112,33 +117,61 @@ commands:
 
 import json
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
-from ansible_collections.gpufleet.netval.plugins.module_utils.runner import C_LOCALE, hostname, render_cmd
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname, render_cmd, run_with_deadline
 
-_NODE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
-_STAMP = re.compile(r'^\d{8}T\d{6}Z$')
+MAX_COMMAND_TIMEOUT = 3600
+
+
+def path_entry_name(path):
+    """files/<path with / as _>: the name a copied path gets in the bundle."""
+    return 'files/%s' % path.strip('/').replace('/', '_')
+
+
+def check_plan(params):
+    """Every problem with the options, found before anything runs: names, argv, timeouts and collisions."""
+    problems = checks.control_characters(params, skip=('files',))
+    problems.append(checks.check_path_component('node', params['node']))
+    if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
+        problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
+    entries = [('commands.json', 'the command records'), (evidence.MANIFEST, 'the manifest')]
+    for index, spec in enumerate(params['commands']):
+        what = 'commands[%d] (%s)' % (index, spec['name'])
+        if not spec['argv']:
+            problems.append('%s has an empty argv' % what)
+        else:
+            problems.append(checks.check_binary('%s argv[0]' % what, spec['argv'][0]))
+        problems.append(checks.check_timeout('%s timeout' % what, spec['timeout'], maximum=MAX_COMMAND_TIMEOUT))
+        entries.append(('commands/%s' % spec['name'], what))
+    for index, path in enumerate(params['paths']):
+        entries.append((path_entry_name(path), 'paths[%d] (%s)' % (index, path)))
+    for rel in params['files']:
+        entries.append((rel, 'files[%r]' % (rel,)))
+    problems.extend(evidence.claim_names(entries))
+    return checks.problems_of(problems)
 
 
 def run_evidence_command(module, spec):
     argv = [str(a) for a in spec['argv']]
-    record = {'name': spec['name'], 'argv': argv, 'cmd': render_cmd(argv), 'rc': None, 'missing': False, 'timed_out': False}
+    record = {'name': spec['name'], 'argv': argv, 'cmd': render_cmd(argv), 'rc': None, 'missing': False, 'timed_out': False,
+              'timeout': spec['timeout']}
     binary = module.get_bin_path(argv[0], required=False)
     if binary is None:
         record['missing'] = True
         record['stderr'] = '%s not found on PATH' % argv[0]
         return record, ''
-    timeout_bin = module.get_bin_path('timeout', required=False)
-    full = [binary] + argv[1:]
-    if timeout_bin:
-        full = [timeout_bin, '--kill-after=5', str(spec.get('timeout') or 120)] + full
-    rc, out, err = module.run_command(full, check_rc=False, environ_update=dict(C_LOCALE))
-    record['rc'] = rc
-    record['timed_out'] = bool(timeout_bin) and rc in (124, 137)
-    record['stderr'] = err[-2000:] if err else ''
-    return record, out
+    try:
+        result = run_with_deadline([binary] + argv[1:], spec['timeout'])
+    except OSError as exc:
+        record['stderr'] = 'cannot run %s: %s' % (binary, exc)
+        return record, ''
+    record['rc'] = result.rc
+    record['timed_out'] = result.timed_out
+    record['stderr'] = result.stderr[-2000:] if result.stderr else ''
+    return record, result.stdout
 
 
 def main():
@@ -158,20 +191,19 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if not _NODE.match(params['node']):
-        module.fail_json(msg='%s: node name %r must be letters, digits, ".", "_" or "-"' % (hostname(), params['node']))
-    if not _STAMP.match(params['timestamp']):
-        module.fail_json(msg='%s: timestamp %r must look like 20261130T014500Z (UTC)' % (hostname(), params['timestamp']))
-    for spec in params['commands']:
-        if not spec['argv']:
-            module.fail_json(msg='%s: evidence command %s has an empty argv' % (hostname(), spec['name']))
+    checks.fail_if_invalid(module, 'evidence_bundle', check_plan(params))
     node_dir = os.path.join(params['dest'], params['node'])
     bundle_dir = os.path.join(node_dir, params['timestamp'])
     tarball = os.path.join(node_dir, '%s-%s.tar.gz' % (params['node'], params['timestamp']))
     planned = [{'name': s['name'], 'cmd': render_cmd(s['argv'])} for s in params['commands']]
     if module.check_mode:
         module.exit_json(changed=False, commands=planned, bundle_dir=bundle_dir, tarball=tarball)
-    if os.path.exists(bundle_dir) or os.path.exists(tarball):
+    try:
+        os.makedirs(params['dest'], exist_ok=True)
+        evidence.real_dir(node_dir, create=True)
+    except (evidence.EvidenceError, IOError, OSError) as exc:
+        module.fail_json(msg='%s: cannot use evidence folder %s: %s' % (hostname(), node_dir, exc))
+    if os.path.lexists(bundle_dir) or os.path.lexists(tarball):
         module.fail_json(msg='%s: evidence bundle %s already exists; evidence is never overwritten' % (hostname(), bundle_dir))
 
     files = {}
@@ -182,7 +214,7 @@ def main():
         if not record['missing']:
             files['commands/%s' % spec['name']] = out
     for path in params['paths']:
-        name = 'files/%s' % path.strip('/').replace('/', '_')
+        name = path_entry_name(path)
         try:
             with open(path, 'rb') as handle:
                 files[name] = handle.read()
@@ -194,8 +226,6 @@ def main():
         files[rel] = content
     files['commands.json'] = json.dumps(records, indent=2, sort_keys=True)
     try:
-        for rel in files:
-            evidence.safe_relpath(rel)
         entries = evidence.build_bundle(bundle_dir, files)
         digest = evidence.tar_folder(bundle_dir, tarball)
     except (evidence.EvidenceError, IOError, OSError) as exc:

@@ -141,11 +141,13 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log as klog
 from ansible_collections.gpufleet.netval.plugins.module_utils import nvidia
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, package_hint
 
 # journalctl --since accepts absolute times, relative ones (-1h, +5min) and words (today, yesterday).
-SINCE_RE = re.compile(r'^[0-9A-Za-z][0-9A-Za-z :.+_-]{0,63}$|^[-+][0-9][0-9A-Za-z ]{0,30}$')
+# It is passed as --since=VALUE, so a leading - (a relative time) cannot be read as an option.
+SINCE_RE = re.compile(r'[0-9A-Za-z][0-9A-Za-z :.+_-]{0,63}|[-+][0-9][0-9A-Za-z ]{0,30}')
 
 
 def _read_kernel_log(runner, since, timeout):
@@ -193,12 +195,12 @@ def main():
     )
     params = module.params
     since = params['since']
-    if since is not None and not SINCE_RE.match(since):
-        module.fail_json(msg='%s: since=%r is not a journalctl time (use forms like -1h, today, "2024-05-01 10:00:00")'
-                         % (hostname(), since))
     timeout = params['timeout']
-    if timeout < 1 or timeout > 3600:
-        module.fail_json(msg='%s: timeout=%s must be between 1 and 3600 seconds' % (hostname(), timeout))
+    problems = checks.control_characters(params)
+    if since is not None and not checks.fullmatch(SINCE_RE, since):
+        problems.append('since=%r is not a journalctl time (use forms like -1h, today, "2024-05-01 10:00:00")' % since)
+    problems.append(checks.check_timeout('timeout', timeout, maximum=3600))
+    checks.fail_if_invalid(module, 'gpu_info', checks.problems_of(problems))
 
     runner = ToolRunner(module)
     result = {

@@ -98,11 +98,12 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning, irq
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
 
 
-_BDF = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
+_BDF = re.compile(r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]')
 
 
 def _read(module, path, required=True):
@@ -124,6 +125,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    checks.fail_if_invalid(module, 'host_tuning_info', checks.control_characters(module.params))
     sysfs = module.params['sysfs_root']
     procfs = module.params['procfs_root']
 
@@ -150,7 +152,7 @@ def main():
         except ParseError as exc:
             module.fail_json(msg='%s: %s (read from %s)' % (hostname(), exc, sources['interrupts']))
         for bdf in module.params['irq_devices']:
-            if not _BDF.match(bdf):
+            if not checks.fullmatch(_BDF, bdf):
                 module.fail_json(msg='%s: irq_devices entry %r is not a PCI address like 0000:1b:00.0' % (hostname(), bdf))
             numa = irq.read_pci_numa(bdf, sysfs)
             pattern = re.escape(bdf)

@@ -12,15 +12,18 @@ module: iperf3
 short_description: Run an iperf3 TCP or UDP test between a node and a known-good peer
 version_added: 0.1.0
 description:
-  - With O(role=server) and O(state=started), starts C(iperf3 -s -1) detached on the peer and returns its pid and log file;
-    the server exits by itself after one test.
-  - With O(role=server) and O(state=stopped), stops that server (its whole process group), confirms nothing is left
-    and returns its parsed output.
+  - With O(role=server) and O(state=started), starts C(iperf3 -s -1) detached and returns its pid, start time, executable and
+    log file; the server exits by itself after one test, and a watchdog stops its whole process group at a hard deadline (O(timeout))
+    whatever happens to the play.
+  - With O(role=server) and O(state=stopped), stops that server (its whole process group) if it is still our process (same pid,
+    start time and executable), confirms nothing is left and returns its parsed output. A stop never fails the host; a server
+    that already exited, or whose pid now belongs to another process, counts as stopped (RV(server_state) says which).
   - With O(role=client), runs C(iperf3 -c) against a server and returns the measured throughput taken from the receiver's side,
     retransmits, UDP loss, per-stream figures, the slowest interval and CPU load.
   - Rates are in bits per second, decimal (1 Gbit/s = 1e9 bits/s), as iperf3 reports them.
-  - A client that cannot reach its server fails with a named cause (V(connect_refused), V(no_route), V(server_busy),
-    V(timeout)), the host and the command line.
+  - A failure names the host, the command line and its class in RV(error_class) (V(connect_refused), V(no_route), V(server_busy),
+    V(timeout), V(iperf3_error), V(tool_failed), V(parse_error), V(port_in_use), V(server_failed), V(tool_missing),
+    V(invalid_options)), with RV(error_hint) and RV(error_side).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -43,15 +46,30 @@ options:
     description: Local IP address to bind to (C(-B)), to test one NIC of a multi-NIC node.
     type: str
   pid:
-    description: Process id returned by O(state=started); required with O(state=stopped).
+    description: Process id returned by O(state=started), for O(state=stopped).
     type: int
+  start_time:
+    description:
+      - With O(state=stopped), the RV(start_time) returned by O(state=started) (field 22 of C(/proc/PID/stat)); read from
+        O(log_path)'s private directory when omitted. A pid with another start time is never signalled.
+    type: int
+  exe:
+    description: With O(state=stopped), the RV(exe) returned by O(state=started); read from O(log_path)'s private directory when omitted.
+    type: str
   log_path:
     description:
-      - File the server writes its output to. With O(state=started) a file under C(/tmp) is chosen when omitted;
-        with O(state=stopped) it is read back and parsed.
+      - With O(state=stopped), the RV(log_path) returned by O(state=started). Only a C(server.log) in a private C(netval-*)
+        directory this module created (same owner, mode 0700) is read; any other path is refused with a warning. The log and
+        its directory are removed once read. Not accepted with O(state=started).
     type: path
+  log_dir:
+    description: Directory in which the server's private log directory (mode 0700) is created.
+    type: path
+    default: /tmp
   wait_exit:
-    description: With O(state=stopped), seconds to let a server that is finishing its one test write its report before it is killed.
+    description:
+      - With O(state=stopped), seconds (0-600) to let a server that is finishing its one test write its report before it is
+        stopped; an invalid value is warned about and 0 is used.
     type: float
     default: 2
   server:
@@ -89,7 +107,9 @@ options:
     type: bool
     default: true
   timeout:
-    description: Hard limit in seconds for the client command; default O(duration) + O(omit) + 30.
+    description:
+      - Hard limit in seconds (at most two days). For a client, the limit of the command; default O(duration) + O(omit) + 30.
+      - For a server, its hard deadline; default 3600.
     type: int
 notes:
   - In check mode nothing is started, stopped or run; a client test is not run because it loads the link and uses up
@@ -130,6 +150,8 @@ EXAMPLES = r'''
     role: server
     state: stopped
     pid: "{{ iperf_server.pid }}"
+    start_time: "{{ iperf_server.start_time }}"
+    exe: "{{ iperf_server.exe }}"
     log_path: "{{ iperf_server.log_path }}"
   delegate_to: "{{ netval_peer }}"
 
@@ -145,11 +167,27 @@ cmd:
   type: str
   sample: /usr/bin/iperf3 -c 10.0.0.2 -p 5201 -t 10 -P 8 -i 1 -J
 pid:
-  description: Process id (and process group) of the started server.
+  description: Process id (and process group and session) of the started server.
   returned: role=server
   type: int
+start_time:
+  description: Start time of the started server (field 22 of C(/proc/PID/stat)); pass it to O(state=stopped).
+  returned: role=server
+  type: int
+exe:
+  description: Executable of the started server as C(/proc/PID/exe) showed it once it listened; pass it to O(state=stopped).
+  returned: role=server
+  type: str
+timeout:
+  description: The server's hard deadline in seconds.
+  returned: role=server and state=started
+  type: int
+deadline_at:
+  description: Unix time at which the server is stopped whatever happens.
+  returned: role=server and state=started, not in check mode
+  type: int
 log_path:
-  description: File with the server's output.
+  description: The server's log file (C(server.log) in a private directory).
   returned: role=server
   type: str
 port:
@@ -225,15 +263,31 @@ result:
   description: Everything the parser read from the output (protocol, streams, duration_s, reverse, role, error, printed figures...).
   returned: role=client, or role=server and state=stopped
   type: dict
-cause:
-  description: On failure, a short name of the cause, one of connect_refused, no_route, server_busy, timeout, iperf3_error, port_in_use,
-    server_failed, tool_failed.
-  returned: failure
+error_class:
+  description: Failure class (see the description), null on success.
+  returned: always
+  type: str
+error_hint:
+  description: What to check for RV(error_class), null on success.
+  returned: always
+  type: str
+error_side:
+  description:
+    - Whose fault RV(error_class) is, null on success. C(ours) is our tooling or run (missing tool, invalid options, our timeout,
+      port in use, server not listening or busy, unreadable output) and must never be blamed on the provider; C(host) is the host
+      the module ran on; C(unknown) when the output does not say (for example no route to the peer).
+  returned: always
   type: str
 stopped:
-  description: Whether the server is gone after O(state=stopped).
+  description: Whether the server is gone after O(state=stopped) (also true when it had exited or its pid was reused).
   returned: role=server and state=stopped
   type: bool
+server_state:
+  description:
+    - What the stop found, C(exited), C(stopped), C(pid_reused) (not signalled), C(still_running) (alive after SIGKILL) or
+      C(unverified) (alive but nothing identifies it as ours; not signalled).
+  returned: role=server and state=stopped
+  type: str
 was_running:
   description: Whether the server was still running when it was stopped (false when it had exited after its one test).
   returned: role=server and state=stopped
@@ -246,75 +300,51 @@ output:
 
 import os
 import re
-import socket
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import background
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.iperf3 import build_iperf3_argv, classify_iperf3_error, parse_iperf3
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
 
-_HOST_RE = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$')
-_BANDWIDTH_RE = re.compile(r'^\d+(?:\.\d+)?[KMGTkmgt]?(?:/\d+)?$')
-
-
-def valid_ip(value):
-    for family in (socket.AF_INET, socket.AF_INET6):
-        try:
-            socket.inet_pton(family, value)
-            return True
-        except (socket.error, ValueError):
-            continue
-    return False
-
-
-def valid_host(value):
-    return bool(value) and (valid_ip(value) or bool(_HOST_RE.match(value)))
+_BANDWIDTH_RE = re.compile(r'\d+(?:\.\d+)?[KMGTkmgt]?(?:/\d+)?')
+# A server nobody stops ends this long after it started unless O(timeout) says otherwise.
+SERVER_DEFAULT_DEADLINE = 3600
 
 
 def validate(module):
     params = module.params
-    where = hostname()
-    problems = []
+    if params['role'] == 'server' and params['state'] == 'stopped':
+        # A stop must never fail the host: its options are checked where they are used (stop).
+        return
+    problems = checks.control_characters(params)
     if not 1 <= params['port'] <= 65535:
         problems.append('port must be 1-65535, got %s' % params['port'])
-    if params['bind'] is not None and not valid_ip(params['bind']):
-        problems.append('bind must be an IP address, got %r' % params['bind'])
+    if params['bind'] is not None:
+        problems.append(checks.check_ip('bind', params['bind']))
+    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=background.MAX_DEADLINE))
     if params['role'] == 'client':
         if not params['server']:
             problems.append('server is required with role=client')
-        elif not valid_host(params['server']):
-            problems.append('server must be a host name or IP address, got %r' % params['server'])
+        else:
+            problems.append(checks.check_host('server', params['server']))
         if not 1 <= params['parallel'] <= 128:
             problems.append('parallel must be 1-128, got %s' % params['parallel'])
         if not 1 <= params['duration'] <= 86400:
             problems.append('duration must be 1-86400 seconds, got %s' % params['duration'])
         if params['omit'] < 0 or params['omit'] > params['duration']:
             problems.append('omit must be 0-%s seconds (at most duration), got %s' % (params['duration'], params['omit']))
-        if params['interval'] is not None and not (params['interval'] == 0 or 0.1 <= params['interval'] <= 60):
-            problems.append('interval must be 0 (no interval reports) or 0.1-60 seconds, got %s' % params['interval'])
-        if params['bandwidth'] is not None and not _BANDWIDTH_RE.match(params['bandwidth']):
+        interval = params['interval']
+        if interval is not None and interval != 0 and checks.check_number('interval', interval, 0.1, 60):
+            problems.append('interval must be 0 (no interval reports) or 0.1-60 seconds, got %r' % interval)
+        if params['bandwidth'] is not None and not checks.fullmatch(_BANDWIDTH_RE, params['bandwidth']):
             problems.append('bandwidth must look like 10G, 500M or 1000000, got %r' % params['bandwidth'])
-        if params['timeout'] is not None and params['timeout'] < 1:
-            problems.append('timeout must be at least 1 second, got %s' % params['timeout'])
-    elif params['state'] == 'stopped':
-        if params['pid'] is None:
-            problems.append('pid is required with role=server state=stopped')
-        elif params['pid'] < 2:
-            problems.append('pid must be a process id above 1, got %s' % params['pid'])
-    if problems:
-        module.fail_json(msg='%s: invalid iperf3 options: %s' % (where, '; '.join(problems)), cause='invalid_options')
-
-
-def is_iperf3_process(pid):
-    """True when /proc says ``pid`` runs iperf3 (so a stale pid never kills something else)."""
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as handle:
-            argv = handle.read().split(b'\0')
-    except (IOError, OSError):
-        return False
-    return any(os.path.basename(arg) == b'iperf3' for arg in argv[:2])
+    elif params['log_path'] is not None:
+        problems.append('log_path is chosen by the module with state=started (a private directory under log_dir); '
+                        'pass it only with state=stopped')
+    checks.fail_if_invalid(module, 'iperf3', checks.problems_of(problems))
 
 
 def gbps(bps):
@@ -329,9 +359,8 @@ def run_client(module, runner):
     cmd = render_cmd([binary] + args)
     if module.check_mode:
         module.exit_json(changed=False, cmd=cmd, port=params['port'],
-                         msg='check mode: the iperf3 client test was not run')
+                         msg='check mode: the iperf3 client test was not run', **SUCCESS)
     result = runner.run('iperf3', args, timeout=timeout, check=False)
-    host = hostname()
     if result.timed_out:
         fail(module, result, 'timeout', 'did not finish within %s s (duration %s s); the server may be unreachable or stuck'
              % (timeout, params['duration']))
@@ -341,8 +370,7 @@ def run_client(module, runner):
     except ParseError as exc:
         if result.rc != 0:
             fail(module, result, 'tool_failed', 'exited with rc=%s' % result.rc)
-        module.fail_json(msg='%s: `%s` gave output that could not be parsed (%s)' % (host, result.cmd, exc),
-                         cause='parse_error', **result.as_dict())
+        fail(module, result, 'parse_error', 'gave output that could not be parsed (%s)' % exc)
     error = parsed['error']
     if error is None and result.rc != 0:
         # A text run prints its error on stderr while stdout may hold the start of the test.
@@ -352,11 +380,8 @@ def run_client(module, runner):
         fail(module, result, classify_iperf3_error(error), error)
     if result.rc != 0:
         fail(module, result, 'tool_failed', 'exited with rc=%s' % result.rc)
-    warnings = []
     if parsed['received_bps'] is None:
-        warnings.append('iperf3 output has no receiver figure; the result is unknown')
-    for warning in warnings:
-        module.warn(warning)
+        module.warn('iperf3 output has no receiver figure; the result is unknown')
     module.exit_json(
         changed=False, cmd=result.cmd, port=params['port'], server=params['server'],
         sent_bps=parsed['sent_bps'], received_bps=parsed['received_bps'], received_gbps=gbps(parsed['received_bps']),
@@ -364,12 +389,14 @@ def run_client(module, runner):
         per_stream=parsed['per_stream'], intervals=parsed['intervals'], min_interval_bps=parsed['min_interval_bps'],
         min_interval_gbps=gbps(parsed['min_interval_bps']), cpu=parsed['cpu'], protocol=parsed['protocol'],
         streams=parsed['streams'], duration_s=parsed['duration_s'], reverse=parsed['reverse'], result=parsed,
-        stdout=result.stdout,
+        stdout=result.stdout, **SUCCESS
     )
 
 
-def fail(module, result, cause, detail):
-    module.fail_json(msg='%s: `%s` failed (%s): %s' % (hostname(), result.cmd, cause, detail), cause=cause, **result.as_dict())
+def fail(module, result, error_class, detail):
+    fields = result.as_dict()
+    fields.update(failure(error_class))
+    module.fail_json(msg='%s: `%s` failed (%s): %s; %s' % (hostname(), result.cmd, error_class, detail, fields['error_hint']), **fields)
 
 
 def start(module, runner):
@@ -377,56 +404,66 @@ def start(module, runner):
     binary = runner.find('iperf3')
     argv = [binary] + build_iperf3_argv(params)
     cmd = render_cmd(argv)
-    log_path = params['log_path'] or '/tmp/netval-iperf3-%s-%d-%d.log' % (params['port'], os.getpid(), int(time.time()))
+    deadline = params['timeout'] or SERVER_DEFAULT_DEADLINE
     if module.check_mode:
-        module.exit_json(changed=True, cmd=cmd, port=params['port'], log_path=log_path, pid=None,
-                         msg='check mode: the iperf3 server was not started')
+        module.exit_json(changed=True, cmd=cmd, port=params['port'], pid=None, timeout=deadline,
+                         msg='check mode: the iperf3 server was not started', **SUCCESS)
+    if not os.path.isdir(params['log_dir']):
+        module.fail_json(msg='%s: log_dir %s is not a directory' % (hostname(), params['log_dir']), cmd=cmd, port=params['port'],
+                         **failure('invalid_options'))
     try:
-        info = background.start_server(argv, log_path, params['port'])
+        info = background.start_server(argv, params['log_dir'], params['port'], deadline, name='iperf3-p%d' % params['port'])
     except background.ServerError as exc:
-        cause = 'port_in_use' if 'already in use' in str(exc) else 'server_failed'
-        module.fail_json(msg='%s: `%s` could not be started (%s): %s' % (hostname(), cmd, cause, exc), cause=cause,
-                         cmd=cmd, port=params['port'], log_path=log_path)
-    module.exit_json(changed=True, cmd=cmd, pid=info['pid'], log_path=info['log_path'], port=params['port'])
+        error_class = 'port_in_use' if exc.port_in_use else 'server_failed'
+        fields = failure(error_class)
+        module.fail_json(msg='%s: `%s` could not be started (%s): %s; %s' % (hostname(), cmd, error_class, exc, fields['error_hint']),
+                         cmd=cmd, port=params['port'], output=exc.output, **fields)
+    module.exit_json(changed=True, cmd=cmd, pid=info['pid'], start_time=info['start_time'], exe=info['exe'], log_path=info['log_path'],
+                     port=params['port'], timeout=info['deadline_s'], deadline_at=info['deadline_at'], **SUCCESS)
 
 
 def stop(module):
+    """Stop the server: reports what it found and never fails the host (a cleanup step must not lose a node)."""
     params = module.params
     pid = params['pid']
     log_path = params['log_path']
-    cmd = 'stop iperf3 server pid %d' % pid
-    alive = background.pid_alive(pid)
-    if alive and not is_iperf3_process(pid):
-        module.fail_json(msg='%s: %s: process %d is not iperf3; refusing to signal it' % (hostname(), cmd, pid),
-                         cause='not_iperf3', pid=pid)
+    cmd = 'stop iperf3 server pid %s' % pid
+    common = dict(pid=pid, log_path=log_path, port=params['port'], cmd=cmd, start_time=params['start_time'], exe=params['exe'])
+    warnings = [p for p in (checks.check_timeout('wait_exit', params['wait_exit'], maximum=600, allow_zero=True),) if p]
+    wait_exit = params['wait_exit'] if not warnings else 0.0
+    if pid is None or pid < 2:
+        module.warn('%s: %s: no server pid given; nothing to stop' % (hostname(), cmd))
+        module.exit_json(changed=False, stopped=True, was_running=False, server_state='unverified', output='', result=None,
+                         **dict(common, **SUCCESS))
     if module.check_mode:
-        module.exit_json(changed=alive, pid=pid, log_path=log_path, port=params['port'], cmd=cmd, was_running=alive,
-                         msg='check mode: the iperf3 server was not stopped')
-    try:
-        outcome = background.stop_server(pid, log_path, wait_exit=params['wait_exit'] if alive else 0.0)
-    except background.ServerError as exc:
-        module.fail_json(msg='%s: %s failed: %s' % (hostname(), cmd, exc), cause='stop_failed', pid=pid)
-    if not outcome['stopped']:
-        module.fail_json(msg='%s: %s: processes of group %d are still running after SIGKILL' % (hostname(), cmd, pid),
-                         cause='stop_failed', pid=pid, stopped=False)
+        alive = background.pid_alive(pid)
+        module.exit_json(changed=alive, was_running=alive, msg='check mode: the iperf3 server was not stopped', **dict(common, **SUCCESS))
+    outcome = background.stop_server(pid, params['start_time'], params['exe'], log_path, wait_exit=wait_exit)
+    if outcome['log_problem']:
+        warnings.append(outcome['log_problem'])
+    if outcome['state'] == 'pid_reused':
+        warnings.append('pid %d now belongs to another process (the server had exited and its pid was reused); not signalled' % pid)
+    elif outcome['state'] == 'unverified':
+        warnings.append('pid %d is alive but nothing says it is our iperf3 server (pass start_time and exe from the start result, '
+                        'or its log_path); not signalled' % pid)
+    elif outcome['state'] == 'still_running':
+        warnings.append('processes of group %d are still running after SIGKILL' % pid)
     parsed = None
-    warnings = []
     if outcome['output'].strip():
         try:
             parsed = parse_iperf3(outcome['output'])
         except ParseError as exc:
             warnings.append('the server log %s could not be parsed: %s' % (log_path, exc))
-    elif log_path:
-        warnings.append('the server log %s is empty or missing' % log_path)
+    elif outcome['log_read']:
+        warnings.append('the server log %s is empty' % log_path)
     for warning in warnings:
-        module.warn(warning)
+        module.warn('%s: %s: %s' % (hostname(), cmd, warning))
     extra = {}
     if parsed is not None:
         extra = dict(sent_bps=parsed['sent_bps'], received_bps=parsed['received_bps'], received_gbps=gbps(parsed['received_bps']),
                      retransmits=parsed['retransmits'], lost_percent=parsed['lost_percent'], error=parsed['error'])
-    module.exit_json(changed=outcome['was_running'], pid=pid, log_path=log_path, port=params['port'], cmd=cmd,
-                     stopped=True, was_running=outcome['was_running'], output=outcome['output'],
-                     result=parsed, **extra)
+    module.exit_json(changed=outcome['signalled'], stopped=outcome['stopped'], was_running=outcome['was_running'],
+                     server_state=outcome['state'], output=outcome['output'], result=parsed, **dict(common, **dict(extra, **SUCCESS)))
 
 
 def main():
@@ -437,7 +474,10 @@ def main():
             port=dict(type='int', default=5201),
             bind=dict(type='str'),
             pid=dict(type='int'),
+            start_time=dict(type='int'),
+            exe=dict(type='str'),
             log_path=dict(type='path'),
+            log_dir=dict(type='path', default='/tmp'),
             wait_exit=dict(type='float', default=2),
             server=dict(type='str'),
             parallel=dict(type='int', default=1),

@@ -158,40 +158,39 @@ rc:
   description: Exit status of ping (0 all answered, 1 loss, 2 errors).
   returned: always
   type: int
+error_class:
+  description:
+    - Failure class, null on success; one of C(invalid_options), C(tool_missing), C(timeout), C(tool_failed), C(parse_error),
+      C(no_interface), C(bad_mtu) or C(jumbo_failed) (with O(fail_on_loss)).
+  returned: always
+  type: str
+error_hint:
+  description: What to check for RV(error_class), null on success.
+  returned: always
+  type: str
+error_side:
+  description:
+    - Whose fault RV(error_class) is, null on success; C(ours) (tooling, options, our timeout, unreadable output; never the
+      provider's), C(host) (the host the module ran on) or C(unknown).
+  returned: always
+  type: str
 '''
 
 import os
-import re
-import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.ping import parse_ping, summarize_jumbo
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
 
-_HOST_RE = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$')
-_IFACE_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$')
 IPV4_HEADERS = 28
 IPV6_HEADERS = 48
 
 
-def is_ipv6(value):
-    try:
-        socket.inet_pton(socket.AF_INET6, value)
-        return True
-    except (socket.error, ValueError):
-        return False
-
-
-def valid_dest(value):
-    if not value:
-        return False
-    try:
-        socket.inet_pton(socket.AF_INET, value)
-        return True
-    except (socket.error, ValueError):
-        pass
-    return is_ipv6(value) or bool(_HOST_RE.match(value))
+def fail(module, error_class, msg, **fields):
+    module.fail_json(msg='%s: %s' % (hostname(), msg), **dict(fields, **failure(error_class)))
 
 
 def read_interface_mtu(module, sysfs_root, interface):
@@ -200,34 +199,25 @@ def read_interface_mtu(module, sysfs_root, interface):
         with open(path, 'r') as handle:
             raw = handle.read().strip()
     except (IOError, OSError) as exc:
-        module.fail_json(msg='%s: cannot read the MTU of interface %s from %s: %s' % (hostname(), interface, path, exc),
-                         cause='no_interface')
+        fail(module, 'no_interface', 'cannot read the MTU of interface %s from %s: %s' % (interface, path, exc))
     if not raw.isdecimal():
-        module.fail_json(msg='%s: %s holds %r, not an MTU' % (hostname(), path, raw), cause='bad_mtu')
+        fail(module, 'bad_mtu', '%s holds %r, not an MTU' % (path, raw))
     return int(raw)
 
 
 def validate(module):
     params = module.params
-    problems = []
-    if not valid_dest(params['dest']):
-        problems.append('dest must be an IP address or host name, got %r' % params['dest'])
-    if params['interface'] is not None and (not _IFACE_RE.match(params['interface']) or params['interface'] in ('.', '..')):
-        problems.append('interface must be a network interface name (up to 15 characters), got %r' % params['interface'])
-    if params['mtu'] is not None and not 68 <= params['mtu'] <= 65535:
-        problems.append('mtu must be 68-65535, got %s' % params['mtu'])
-    if params['size'] is not None and not 0 <= params['size'] <= 65507:
-        problems.append('size must be 0-65507, got %s' % params['size'])
-    if not 1 <= params['count'] <= 1000:
-        problems.append('count must be 1-1000, got %s' % params['count'])
-    if params['interval'] is not None and not 0.002 <= params['interval'] <= 60:
-        problems.append('interval must be 0.002-60 seconds, got %s' % params['interval'])
-    if params['deadline'] is not None and not 1 <= params['deadline'] <= 3600:
-        problems.append('deadline must be 1-3600 seconds, got %s' % params['deadline'])
-    if params['timeout'] is not None and params['timeout'] < 1:
-        problems.append('timeout must be at least 1 second, got %s' % params['timeout'])
-    if problems:
-        module.fail_json(msg='%s: invalid jumbo_ping options: %s' % (hostname(), '; '.join(problems)), cause='invalid_options')
+    problems = checks.control_characters(params)
+    problems.append(checks.check_host('dest', params['dest']))
+    if params['interface'] is not None:
+        problems.append(checks.check_netdev('interface', params['interface']))
+    problems.append(checks.check_number('mtu', params['mtu'], 68, 65535))
+    problems.append(checks.check_number('size', params['size'], 0, 65507))
+    problems.append(checks.check_number('count', params['count'], 1, 1000))
+    problems.append(checks.check_number('interval', params['interval'], 0.002, 60))
+    problems.append(checks.check_number('deadline', params['deadline'], 1, 3600))
+    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=3600 + 60))
+    checks.fail_if_invalid(module, 'jumbo_ping', checks.problems_of(problems))
 
 
 def main():
@@ -249,7 +239,7 @@ def main():
     )
     validate(module)
     params = module.params
-    headers = IPV6_HEADERS if is_ipv6(params['dest']) else IPV4_HEADERS
+    headers = IPV6_HEADERS if checks.is_ipv6(params['dest']) else IPV4_HEADERS
     if params['size'] is not None:
         size, mtu_source = params['size'], 'size'
         mtu = params['mtu'] if params['mtu'] is not None else size + headers
@@ -260,7 +250,7 @@ def main():
         mtu, mtu_source = read_interface_mtu(module, params['sysfs_root'], params['interface']), 'interface'
         size = mtu - headers
     if size < 0:
-        module.fail_json(msg='%s: MTU %s is too small for a ping (%s header bytes)' % (hostname(), mtu, headers), cause='bad_mtu')
+        fail(module, 'bad_mtu', 'MTU %s is too small for a ping (%s header bytes)' % (mtu, headers))
 
     args = ['-M', 'do', '-s', size, '-c', params['count'], '-W', 1]
     if params['interval'] is not None:
@@ -277,9 +267,8 @@ def main():
 
     runner = ToolRunner(module)
     result = runner.run('ping', args, timeout=timeout, check=False)
-    host = hostname()
     if result.timed_out:
-        module.fail_json(msg='%s: `%s` timed out after %s s' % (host, result.cmd, timeout), cause='timeout', **result.as_dict())
+        fail(module, 'timeout', '`%s` timed out after %s s' % (result.cmd, timeout), **result.as_dict())
     output = '\n'.join(part for part in (result.stdout, result.stderr) if part)
     if result.rc not in (0, 1, 2):
         runner.fail(result)
@@ -298,8 +287,8 @@ def main():
     )
     if params['fail_on_loss'] and not verdict['passed']:
         fields.pop('changed')
-        module.fail_json(msg='%s: `%s` jumbo check failed: %s' % (host, result.cmd, verdict['reason']), **fields)
-    module.exit_json(**fields)
+        fail(module, 'jumbo_failed', '`%s` jumbo check failed: %s' % (result.cmd, verdict['reason']), **fields)
+    module.exit_json(**dict(fields, **SUCCESS))
 
 
 if __name__ == '__main__':

@@ -98,15 +98,16 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import mlx
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, package_hint
 
 DEVICE_RES = (
-    re.compile(r'^/dev/mst/[A-Za-z0-9_.:-]+$'),
-    re.compile(r'^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$'),
-    re.compile(r'^[A-Za-z][A-Za-z0-9_]{0,63}$'),
+    re.compile(r'/dev/mst/[A-Za-z0-9_][A-Za-z0-9_.:-]*'),
+    checks.PCI_ADDRESS_RE,
+    re.compile(r'[A-Za-z][A-Za-z0-9_]{0,63}'),
 )
-PCI_RE = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
+PCI_RE = re.compile(r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]')
 
 FAMILIES = {'mft': ('flint', 'mlxconfig'), 'mstflint': ('mstflint', 'mstconfig')}
 
@@ -121,7 +122,7 @@ def discover_devices(sysfs_root):
         return found
     for name in names:
         target = os.path.basename(os.path.realpath(os.path.join(base, name, 'device')))
-        if PCI_RE.match(target) and target not in found:
+        if checks.fullmatch(PCI_RE, target) and target not in found:
             found.append(target)
     return found
 
@@ -167,12 +168,13 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if params['timeout'] < 1 or params['timeout'] > 3600:
-        module.fail_json(msg='%s: timeout must be between 1 and 3600 seconds, got %d' % (hostname(), params['timeout']))
+    problems = checks.control_characters(params)
+    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=3600))
+    checks.fail_if_invalid(module, 'mlx_fw_info', checks.problems_of(problems))
     devices = params['devices']
     if devices is None:
         devices = discover_devices(params['sysfs_root'])
-    bad = [device for device in devices if not any(regex.match(device or '') for regex in DEVICE_RES)]
+    bad = [device for device in devices if not any(checks.fullmatch(regex, device) for regex in DEVICE_RES)]
     if bad:
         module.fail_json(msg='%s: invalid device(s) %s: expected /dev/mst/<name>, a PCI address such as 0000:af:00.0, '
                          'or an RDMA device name such as mlx5_0' % (hostname(), ', '.join(repr(device) for device in bad)))

@@ -17,8 +17,8 @@ description:
     parses the nccl-tests output and removes the hostfile again.
   - NCCL settings are passed to every rank with C(-x NAME=VALUE); C(NCCL_DEBUG=INFO) is set unless O(nccl_env) says otherwise,
     because the transport (C(NET/IB) or C(NET/Socket)) and GPU Direct RDMA can only be read from NCCL's INFO lines.
-  - A run that silently fell back to TCP sockets (C(NET/Socket)) is returned with a warning; it is not a module failure, the verdict
-    grades it.
+  - A run that silently fell back to TCP sockets (C(NET/Socket)) is returned with a warning and in RV(advice); it is not a module
+    failure, the verdict grades it.
   - Two job headers in one log (every rank started its own job, for example nccl-tests built without C(MPI=1)) fail the module;
     the figures would be intra-node only.
   - nccl-tests prints algbw and busbw in decimal GB/s (1 GB = 1e9 bytes); they are returned as printed.
@@ -26,7 +26,9 @@ author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   binary:
-    description: Name or path of the nccl-tests binary (it must end in C(_perf)); it is resolved by mpirun on every host.
+    description:
+      - Name or path of the nccl-tests binary (it must end in C(_perf); no path component may start with C(-) or C(.));
+        it is resolved by mpirun on every host.
     type: str
     required: true
   hosts:
@@ -100,7 +102,7 @@ options:
     type: bool
     default: false
   timeout:
-    description: Hard limit for the whole mpirun, in seconds.
+    description: Hard limit for the whole mpirun, in seconds (above 0, at most 86400).
     type: int
     default: 1800
   mpirun:
@@ -237,11 +239,27 @@ data_errors:
   returned: success
   type: list
   elements: dict
-warnings:
-  description: Findings an operator should act on (socket fallback, no GDR, data errors).
+advice:
+  description: Findings an operator should act on (socket fallback, no GDR, data errors); each is also shown as a warning.
   returned: always
   type: list
   elements: str
+error_class:
+  description:
+    - Failure class, null on success; one of C(invalid_options), C(tool_missing), C(timeout), C(tool_failed), C(parse_error),
+      C(multiple_jobs), C(no_results) or C(wrong_results) (with O(fail_on_wrong)).
+  returned: always
+  type: str
+error_hint:
+  description: What to check for RV(error_class), null on success.
+  returned: always
+  type: str
+error_side:
+  description:
+    - Whose fault RV(error_class) is, null on success; C(ours) (tooling, options, our timeout, unreadable output; never the
+      provider's), C(host) (the hosts of the job) or C(unknown).
+  returned: always
+  type: str
 rc:
   description: Exit status of mpirun.
   returned: when run
@@ -265,17 +283,13 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.gpufleet.netval.plugins.module_utils import nccl
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
 
-BINARY_RE = re.compile(r'^[A-Za-z0-9_./-]+_perf$')
-LAUNCHER_RE = re.compile(r'^[A-Za-z0-9_./-]+$')
-HOST_RE = re.compile(r'^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f:.]+)$')
-SIZE_RE = re.compile(r'^\d+[KMGkmg]?$')
-ENV_NAME_RE = re.compile(r'^(?:(?:NCCL|UCX|OMPI_MCA|SHARP|HCOLL)_[A-Za-z0-9_]+|CUDA_VISIBLE_DEVICES|LD_LIBRARY_PATH)$')
-DEVICE_RE = re.compile(r'^[=^]?[A-Za-z0-9_.-]+(?::\d+)?$')
-IFNAME_RE = re.compile(r'^[=^]?[A-Za-z0-9_.@-]+$')
-PLUGIN_RE = re.compile(r'^[A-Za-z0-9_./-]+$')
+SIZE_RE = re.compile(r'\d+[KMGkmg]?')
+ENV_NAME_RE = re.compile(r'(?:(?:NCCL|UCX|OMPI_MCA|SHARP|HCOLL)_[A-Za-z0-9_]+|CUDA_VISIBLE_DEVICES|LD_LIBRARY_PATH)')
 
 # Options that set one NCCL variable each: option -> variable.
 OPTION_ENV = {
@@ -286,7 +300,13 @@ HOSTFILE_PLACEHOLDER = '<tmpdir>/hostfile'
 
 
 def _fail(module, msg, **extra):
-    module.fail_json(msg='%s: %s' % (hostname(), msg), **extra)
+    """Invalid options: the caller's (our) mistake."""
+    module.fail_json(msg='%s: %s' % (hostname(), msg), **dict(extra, **failure('invalid_options')))
+
+
+def _nccl_list_item(item):
+    """NCCL_IB_HCA / NCCL_SOCKET_IFNAME items may start with = (exact match) or ^ (exclude)."""
+    return item[1:] if isinstance(item, str) and item[:1] in ('=', '^') else item
 
 
 def normalize_hosts(module, hosts):
@@ -304,8 +324,9 @@ def normalize_hosts(module, hosts):
         else:
             name, slots = entry, 1
         name = to_text(name) if name is not None else ''
-        if not HOST_RE.match(name):
-            _fail(module, 'hosts[%d]: %r is not a host name or IP address' % (index, name))
+        problem = checks.check_host('hosts[%d]' % index, name)
+        if problem:
+            _fail(module, problem)
         try:
             slots = int(slots)
         except (TypeError, ValueError):
@@ -322,14 +343,14 @@ def build_env(module):
     env = {}
     for name, value in (params['nccl_env'] or {}).items():
         name = to_text(name)
-        if not ENV_NAME_RE.match(name):
+        if not checks.fullmatch(ENV_NAME_RE, name):
             _fail(module, 'nccl_env: %r is not an allowed variable name (NCCL_*, UCX_*, OMPI_MCA_*, SHARP_*, HCOLL_*, '
                   'CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH)' % name)
         if isinstance(value, bool):
             value = '1' if value else '0'
         value = to_text(value)
-        if '\n' in value or '\x00' in value:
-            _fail(module, 'nccl_env: the value of %s contains a newline or NUL' % name)
+        if checks.CONTROL_RE.search(value):
+            _fail(module, 'nccl_env: the value of %s contains a newline or another control character' % name)
         env[name] = value
     env.setdefault('NCCL_DEBUG', 'INFO')
     for option, variable in OPTION_ENV.items():
@@ -339,12 +360,12 @@ def build_env(module):
         if variable in env:
             _fail(module, 'both option %s and nccl_env.%s are set; use one' % (option, variable))
         if option == 'ib_hca':
-            bad = [item for item in value if not DEVICE_RE.match(item)]
+            bad = [item for item in value if checks.check_device('ib_hca', _nccl_list_item(item))]
             if bad or not value:
                 _fail(module, 'ib_hca: %r is not a list of RDMA device names (mlx5_0 or mlx5_0:1)' % (bad or value))
             value = ','.join(value)
         elif option == 'socket_ifname':
-            bad = [item for item in value if not IFNAME_RE.match(item)]
+            bad = [item for item in value if checks.check_netdev('socket_ifname', _nccl_list_item(item))]
             if bad or not value:
                 _fail(module, 'socket_ifname: %r is not a list of interface names' % (bad or value))
             value = ','.join(value)
@@ -354,8 +375,8 @@ def build_env(module):
             value = str(value)
         elif option == 'ib_merge_nics':
             value = '1' if value else '0'
-        elif option == 'net_plugin' and not PLUGIN_RE.match(value):
-            _fail(module, 'net_plugin: %r is not a plugin name or path' % value)
+        elif option == 'net_plugin' and checks.check_binary('net_plugin', value):
+            _fail(module, checks.check_binary('net_plugin', value))
         env[variable] = value
     ordered = [('NCCL_DEBUG', env.pop('NCCL_DEBUG'))]
     return ordered + sorted(env.items())
@@ -364,8 +385,9 @@ def build_env(module):
 def build_args(module, hosts, hostfile_path):
     """mpirun arguments (without the mpirun binary itself)."""
     params = module.params
-    if not BINARY_RE.match(params['binary']):
-        _fail(module, 'binary: %r is not the name or path of an nccl-tests *_perf binary' % params['binary'])
+    problem = checks.check_binary('binary', params['binary'], suffix='_perf')
+    if problem:
+        _fail(module, '%s (the name or path of an nccl-tests binary)' % problem)
     np = params['np'] if params['np'] is not None else sum(slots for _name, slots in hosts)
     if np < 1:
         _fail(module, 'np must be at least 1, got %d' % np)
@@ -378,9 +400,10 @@ def build_args(module, hosts, hostfile_path):
         except ValueError as exc:
             _fail(module, 'fabric_subnet: %r is not a CIDR subnet (%s)' % (params['fabric_subnet'], exc))
         args += ['--mca', 'oob_tcp_if_include', subnet, '--mca', 'btl_tcp_if_include', subnet]
-    for extra in params['mpirun_args']:
-        if '\n' in extra or '\x00' in extra:
-            _fail(module, 'mpirun_args: %r contains a newline or NUL' % extra)
+    for index, extra in enumerate(params['mpirun_args']):
+        problem = checks.check_arg('mpirun_args[%d]' % index, extra)
+        if problem:
+            _fail(module, problem)
         args.append(extra)
     for name, value in build_env(module):
         args += ['-x', '%s=%s' % (name, value)]
@@ -388,7 +411,7 @@ def build_args(module, hosts, hostfile_path):
     for option, flag in (('min_bytes', '-b'), ('max_bytes', '-e')):
         value = params[option]
         if value is not None:
-            if not SIZE_RE.match(value):
+            if not checks.fullmatch(SIZE_RE, value):
                 _fail(module, '%s: %r is not a size (a number with an optional K, M or G suffix)' % (option, value))
             args += [flag, value]
     for option, flag, low in (('step_factor', '-f', 1), ('gpus_per_rank', '-g', 1), ('iters', '-n', 1),
@@ -401,22 +424,22 @@ def build_args(module, hosts, hostfile_path):
     return args
 
 
-def findings(parsed, params):
-    """Warnings an operator can act on."""
-    warnings = []
+def advice(parsed, params):
+    """Sentences an operator can act on (returned as advice, and shown as warnings)."""
+    sentences = []
     if parsed.get('transport') == 'Socket':
-        warnings.append('NCCL used NET/Socket: silent TCP fallback; check NCCL_IB_HCA (both boxes\' device names), '
-                        'NCCL_NET_PLUGIN=none and the GID index (NCCL_IB_GID_INDEX), and that the RDMA ports are Active')
+        sentences.append('NCCL used NET/Socket: silent TCP fallback; check NCCL_IB_HCA (both boxes\' device names), '
+                         'NCCL_NET_PLUGIN=none and the GID index (NCCL_IB_GID_INDEX), and that the RDMA ports are Active')
     elif parsed.get('transport') is None and params['nccl_env'].get('NCCL_DEBUG', 'INFO').upper() in ('INFO', 'TRACE'):
-        warnings.append('the transport NCCL used is not in the output (no NET/IB or NET/Socket INFO lines)')
+        sentences.append('the transport NCCL used is not in the output (no NET/IB or NET/Socket INFO lines)')
     if parsed.get('transport') == 'IB' and parsed.get('gdr') is False:
-        warnings.append('NCCL used NET/IB without GPU Direct RDMA: check nvidia_peermem and NCCL_NET_GDR_LEVEL')
+        sentences.append('NCCL used NET/IB without GPU Direct RDMA: check nvidia_peermem and NCCL_NET_GDR_LEVEL')
     if nccl.data_errors(parsed):
-        warnings.append('nccl-tests reported wrong results (#wrong > 0) at %s bytes'
-                        % ', '.join(str(row['size_bytes']) for row in nccl.data_errors(parsed)))
+        sentences.append('nccl-tests reported wrong results (#wrong > 0) at %s bytes'
+                         % ', '.join(str(row['size_bytes']) for row in nccl.data_errors(parsed)))
     if parsed.get('out_of_bounds'):
-        warnings.append('nccl-tests reported %s out-of-bounds values' % parsed['out_of_bounds'])
-    return warnings
+        sentences.append('nccl-tests reported %s out-of-bounds values' % parsed['out_of_bounds'])
+    return sentences
 
 
 def main():
@@ -449,10 +472,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if not LAUNCHER_RE.match(params['mpirun']):
-        _fail(module, 'mpirun: %r is not a program name or path' % params['mpirun'])
-    if params['timeout'] < 1:
-        _fail(module, 'timeout must be at least 1 second, got %d' % params['timeout'])
+    problems = checks.control_characters(params, skip=('nccl_env',))
+    problems.append(checks.check_binary('mpirun', params['mpirun']))
+    problems.append(checks.check_timeout('timeout', params['timeout']))
+    checks.fail_if_invalid(module, 'nccl_tests', checks.problems_of(problems))
     hosts = normalize_hosts(module, params['hosts'])
     hostfile = ''.join('%s slots=%d\n' % (name, slots) for name, slots in hosts)
     runner = ToolRunner(module)
@@ -461,7 +484,7 @@ def main():
         args = build_args(module, hosts, HOSTFILE_PLACEHOLDER)
         launcher = runner.find(params['mpirun'], required=False) or params['mpirun']
         module.exit_json(changed=False, cmd=render_cmd([launcher] + args), hostfile=hostfile,
-                         multiple_jobs=False, errors=[], warnings=[])
+                         multiple_jobs=False, errors=[], advice=[], **SUCCESS)
 
     tmpdir = tempfile.mkdtemp(prefix='netval-nccl-')
     try:
@@ -474,7 +497,7 @@ def main():
         shutil.rmtree(tmpdir, ignore_errors=True)
 
     output = (result.stdout or '') + ('\n' + result.stderr if result.stderr else '')
-    fields = dict(hostfile=hostfile, multiple_jobs=False, errors=[], warnings=[])
+    fields = dict(hostfile=hostfile, multiple_jobs=False, errors=[], advice=[])
     parsed = parse_error = None
     try:
         parsed = nccl.parse_nccl_tests(output)
@@ -485,24 +508,26 @@ def main():
         fields['busbw_at_max_size'] = nccl.busbw_at_max_size(parsed)
         fields['max_busbw_gbs'] = nccl.max_busbw(parsed)
         fields['data_errors'] = nccl.data_errors(parsed)
-        fields['warnings'] = findings(parsed, params)
+        fields['advice'] = advice(parsed, params)
 
     if result.timed_out:
-        runner.fail(result, reason='timed out after %ss%s' % (params['timeout'], _error_tail(fields)), **fields)
+        runner.fail(result, reason='timed out after %ss%s' % (params['timeout'], _error_tail(fields)), error_class='timeout', **fields)
     if result.rc != 0:
-        runner.fail(result, reason='exited with rc=%s%s' % (result.rc, _error_tail(fields)), **fields)
+        runner.fail(result, reason='exited with rc=%s%s' % (result.rc, _error_tail(fields)), error_class='tool_failed', **fields)
     if parsed is None:
         runner.fail_parse(result, parse_error)
     if parsed['multiple_jobs']:
         runner.fail(result, reason='ran %d independent jobs instead of one %d-rank job (each rank printed its own header: '
                     'nccl-tests built without MPI=1, or mpirun did not launch one job); the figures are not a fabric '
-                    'measurement' % (max(len(parsed['jobs']), 2), int(args[1])), **fields)
+                    'measurement' % (max(len(parsed['jobs']), 2), int(args[1])), error_class='multiple_jobs', **fields)
     if not parsed['rows']:
-        runner.fail(result, reason='printed no result rows%s' % _error_tail(fields), **fields)
+        runner.fail(result, reason='printed no result rows%s' % _error_tail(fields), error_class='no_results', **fields)
     if params['fail_on_wrong'] and fields['data_errors']:
         runner.fail(result, reason='reported wrong results (#wrong > 0) at %s bytes' % ', '.join(
-            str(row['size_bytes']) for row in fields['data_errors']), **fields)
-    module.exit_json(changed=False, cmd=result.cmd, rc=result.rc, stdout=result.stdout, stderr=result.stderr, **fields)
+            str(row['size_bytes']) for row in fields['data_errors']), error_class='wrong_results', **fields)
+    for sentence in fields['advice']:
+        module.warn(sentence)
+    module.exit_json(changed=False, cmd=result.cmd, rc=result.rc, stdout=result.stdout, stderr=result.stderr, **dict(fields, **SUCCESS))
 
 
 def _error_tail(fields):

@@ -118,10 +118,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import ethtool
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
-from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner
 
-NETDEV_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$')
 UNSUPPORTED_RE = re.compile(r'Operation not supported|not supported|No data available', re.IGNORECASE)
 
 # section -> (ethtool option or None, parser)
@@ -165,8 +165,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if params['timeout'] < 1 or params['timeout'] > 600:
-        module.fail_json(msg='%s: timeout must be between 1 and 600 seconds, got %d' % (hostname(), params['timeout']))
+    problems = checks.control_characters(params)
+    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=600))
+    checks.fail_if_invalid(module, 'nic_info', checks.problems_of(problems))
     rdma_of = {}
     if params['netdevs'] is None:
         rdma_of = discover_netdevs(params['sysfs_root'])
@@ -176,10 +177,7 @@ def main():
     for name in params['include']:
         if name not in netdevs:
             netdevs.append(name)
-    bad = [name for name in netdevs if not NETDEV_RE.match(name or '')]
-    if bad:
-        module.fail_json(msg='%s: invalid network interface name(s) %s: expected 1-15 characters of letters, digits, _ . : @ -'
-                         % (hostname(), ', '.join(repr(name) for name in bad)))
+    checks.fail_if_invalid(module, 'nic_info', checks.problems_of(checks.check_netdev('netdev', name) for name in netdevs))
 
     sections = list(SECTIONS)
     if params['features']:

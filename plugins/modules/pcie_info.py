@@ -132,6 +132,7 @@ unknown:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import pcie
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
 
@@ -180,6 +181,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    checks.fail_if_invalid(module, 'pcie_info', checks.control_characters(module.params))
     sysfs_root = module.params['sysfs_root']
     requested = module.params['devices']
 

@@ -108,20 +108,19 @@ error_hint:
   description: What to check for RV(error_class).
   returned: always
   type: str
+error_side:
+  description: C(ours) for both failure classes (never the node's fault); null on success.
+  returned: always
+  type: str
 '''
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import lease
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease, validate
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
-
-HINTS = {
-    'peer_busy': 'every known-good peer stayed leased to other nodes: add peers, raise wait, or check for a stuck run',
-    'lease_error': 'the lease folder must be a writable local folder on the controller, shared by every run that uses the peers',
-}
-
 
 def main():
     module = AnsibleModule(
@@ -137,34 +136,38 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    problems = validate.control_characters(params)
+    problems += validate.problems_of([validate.check_path_component('node', params['node']),
+                                      validate.check_path_component('run', params['run']),
+                                      validate.check_timeout('ttl', params['ttl'], maximum=7 * 86400),
+                                      validate.check_timeout('wait', params['wait'], maximum=7 * 86400)]
+                                     + [validate.check_path_component('peers[%d]' % i, p) for i, p in enumerate(params['peers'])])
+    if not params['lease_dir'].startswith('/'):
+        problems.append('lease_dir must be an absolute path, got %r' % params['lease_dir'])
+    if not params['peers']:
+        problems.append('peers must name at least one peer')
+    validate.fail_if_invalid(module, 'peer_lease', problems)
     holder = {'node': params['node'], 'run': params['run']}
-    peers = [p for p in params['peers'] if p]
-    if not peers:
-        module.fail_json(msg='%s: peer_lease needs at least one peer for node %s' % (hostname(), params['node']),
-                         error_class='lease_error', error_hint=HINTS['lease_error'], peer=None, waited_s=0.0, released=False)
-    for name in ('ttl', 'wait'):
-        if not 0 < params[name] <= 7 * 86400:
-            module.fail_json(msg='%s: peer_lease %s must be 1-604800 seconds, got %s' % (hostname(), name, params[name]),
-                             error_class='lease_error', error_hint=HINTS['lease_error'], peer=None, waited_s=0.0, released=False)
+    peers = params['peers']
     try:
         if params['state'] == 'released':
             if module.check_mode:
-                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, error_class=None, error_hint=None)
+                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, **SUCCESS)
             removed = lease.release(params['lease_dir'], peers[0], holder)
-            module.exit_json(changed=removed, peer=peers[0], waited_s=0.0, released=removed, error_class=None, error_hint=None)
+            module.exit_json(changed=removed, peer=peers[0], waited_s=0.0, released=removed, **SUCCESS)
         if module.check_mode:
             free = [p for p in peers if lease.stale(lease.read(params['lease_dir'], p))] if os.path.isdir(params['lease_dir']) else peers
-            module.exit_json(changed=False, peer=(free or [None])[0], waited_s=0.0, released=False, error_class=None, error_hint=None)
+            module.exit_json(changed=False, peer=(free or [None])[0], waited_s=0.0, released=False, **SUCCESS)
         taken, waited = lease.acquire(params['lease_dir'], peers, holder, params['ttl'], params['wait'])
     except lease.LeaseError as exc:
-        module.fail_json(msg='%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), error_class='lease_error',
-                         error_hint=HINTS['lease_error'], peer=None, waited_s=0.0, released=False)
+        module.fail_json(msg='%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), peer=None, waited_s=0.0,
+                         released=False, **failure('lease_error'))
     if taken is None:
         module.fail_json(msg='%s: no known-good peer of %s became free for node %s within %d s'
                          % (hostname(), ', '.join(peers), params['node'], params['wait']),
-                         error_class='peer_busy', error_hint=HINTS['peer_busy'], peer=None, waited_s=round(waited, 3), released=False)
+                         peer=None, waited_s=round(waited, 3), released=False, **failure('peer_busy'))
     module.exit_json(changed=True, peer=taken['peer'], waited_s=round(waited, 3), acquired_at=taken['acquired'], released=False,
-                     error_class=None, error_hint=None)
+                     **SUCCESS)
 
 
 if __name__ == '__main__':

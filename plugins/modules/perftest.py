@@ -16,14 +16,17 @@ description:
     between a node under test and a known-good peer.
   - With O(role=server) and O(state=started) the tool is started detached in its own session on this host, with its output in a log
     file; the module returns once the server listens on its TCP control O(port). A perftest server exits by itself after one test.
-  - With O(role=server) and O(state=stopped) the server's whole process group is stopped (if it is still running), the module
-    confirms nothing is left and returns the server's own output, parsed.
+  - With O(role=server) and O(state=stopped) the server's whole process group is stopped (if it is still our process, with the same pid,
+    start time and executable), the module confirms nothing is left and returns the server's own output, parsed. A stop never
+    fails the host; a server that already exited, or whose pid now belongs to another process, counts as stopped
+    (RV(server_state) says which).
   - With O(role=client) the test runs to completion under a hard timeout and the output is parsed; bandwidth rows in the unit perftest
     printed and converted to decimal Gb/s and GB/s (perftest C(MB/sec) and C(MiB/sec) both mean 2^20 bytes per second), or latency rows in
     microseconds.
-  - Failures are classified (C(no_rdma_device), C(connect_failed), C(qp_modify_failed), C(cuda_unavailable), C(completion_error),
-    C(argument_error), C(port_in_use), C(timeout), C(unknown_error)) and the message names the host, the command line, the class and
-    what to check.
+  - Failures are classified in RV(error_class) (C(no_rdma_device), C(connect_failed), C(qp_modify_failed), C(cuda_unavailable),
+    C(completion_error), C(argument_error), C(port_in_use), C(timeout), C(parse_error), C(tool_missing), C(invalid_options),
+    C(unknown_error)) with RV(error_side) saying whose fault that class is, and the message names the host, the command line,
+    the class and what to check.
   - The server and the client must be given the same test options (size, duration, qps, bidirectional, report_gbits, rdma_cm...);
     perftest exchanges them and refuses a mismatch.
 author:
@@ -118,25 +121,42 @@ options:
     default: []
   timeout:
     description:
-      - Hard timeout in seconds. For a client the default is O(duration) + 60, or 300 without O(duration).
-      - For a server, when set, the server is wrapped in coreutils C(timeout) so that a server nobody stops still ends.
+      - Hard timeout in seconds (at most two days). For a client the default is O(duration) + 60, or 300 without O(duration).
+      - For a server it is the hard deadline after which the server's whole process group is stopped (SIGTERM, then SIGKILL after
+        3 s) by a watchdog, whatever happens to the play; 3600 by default (servers of several HCAs wait while the clients
+        run one after the other; pass the time the whole sequence needs).
     type: int
   ready_timeout:
-    description: Seconds a starting server gets to listen on O(port).
+    description: Seconds a starting server gets to listen on O(port) (above 0, at most 300).
     type: float
     default: 15
   wait_exit:
-    description: With O(state=stopped), seconds to let a server that is finishing its one test write its report before it is killed.
+    description:
+      - With O(state=stopped), seconds to let a server that is finishing its one test write its report before it is
+        stopped (0 to 600; an invalid value is warned about and 0 is used).
     type: float
     default: 10
   pid:
-    description: With O(state=stopped), the C(pid) returned when the server was started.
+    description: With O(state=stopped), the RV(pid) returned when the server was started.
     type: int
+  start_time:
+    description:
+      - With O(state=stopped), the RV(start_time) returned when the server was started (field 22 of C(/proc/PID/stat)).
+      - When omitted it is read from the private directory of O(log_path). A pid whose start time differs is someone
+        else's process and is never signalled.
+    type: int
+  exe:
+    description:
+      - With O(state=stopped), the RV(exe) returned when the server was started; read from O(log_path)'s directory when omitted.
+    type: str
   log_path:
-    description: With O(state=stopped), the C(log_path) returned when the server was started.
+    description:
+      - With O(state=stopped), the RV(log_path) returned when the server was started. Only a C(server.log) in a private
+        C(netval-*) directory this module created (owned by the same user, mode 0700) is read; any other path is refused
+        with a warning and nothing is read. The log and its directory are removed once read.
     type: path
   log_dir:
-    description: Directory for the server's log file.
+    description: Directory in which the server's private log directory (mode 0700) is created.
     type: path
     default: /tmp
 notes:
@@ -195,6 +215,8 @@ EXAMPLES = r'''
         role: server
         state: stopped
         pid: "{{ perftest_server.pid }}"
+        start_time: "{{ perftest_server.start_time }}"
+        exe: "{{ perftest_server.exe }}"
         log_path: "{{ perftest_server.log_path }}"
       delegate_to: "{{ peer }}"
       when: perftest_server.pid is defined
@@ -221,7 +243,7 @@ argv:
   type: list
   elements: str
 timeout:
-  description: The hard timeout applied, in seconds (null for a server without one).
+  description: The hard timeout applied, in seconds (for a server, its deadline).
   returned: when role is client or state is started
   type: int
 rc:
@@ -258,19 +280,42 @@ summary:
   type: dict
   sample: {"bytes": 65536, "bw_avg_gbps": 42.31, "bw_avg_gbytes_s": 5.28875, "t_typical_us": null, "t_avg_us": null, "p99_us": null}
 error_class:
-  description: Failure class, null on success.
+  description: Failure class (see the description), null on success and after a stop whose server log shows no error.
   returned: always
   type: str
 error_hint:
-  description: What an operator should check for RV(error_class).
+  description: What an operator should check for RV(error_class), null on success.
+  returned: always
+  type: str
+error_side:
+  description:
+    - Whose fault RV(error_class) is, null on success. C(ours) is our tooling or run (missing tool, invalid options, our timeout,
+      port in use, server unreachable, unreadable output) and must never be blamed on the provider; C(host) is the host the
+      module ran on; C(unknown) when the output does not say.
   returned: always
   type: str
 pid:
-  description: Process id (and process group id) of the started server.
+  description: Process id (and process group and session id) of the started server.
+  returned: when role is server
+  type: int
+pgid:
+  description: Process group of the started server (its pid).
+  returned: when role is server and state is started
+  type: int
+start_time:
+  description: Start time of the started server, field 22 of C(/proc/PID/stat); pass it to O(state=stopped).
+  returned: when role is server and state is started
+  type: int
+exe:
+  description: Executable of the started server as C(/proc/PID/exe) showed it once it was ready; pass it to O(state=stopped).
+  returned: when role is server and state is started
+  type: str
+deadline_at:
+  description: Unix time at which the server is stopped whatever happens.
   returned: when role is server and state is started
   type: int
 log_path:
-  description: The server's log file.
+  description: The server's log file (C(server.log) in a private directory).
   returned: when role is server
   type: str
 port:
@@ -278,70 +323,73 @@ port:
   returned: always
   type: int
 stopped:
-  description: Whether the server's process group is confirmed gone.
+  description: Whether the server is gone (also true when it had exited by itself or its pid now belongs to another process).
   returned: when state is stopped
   type: bool
+server_state:
+  description:
+    - What the stop found, C(exited) (gone by itself), C(stopped) (we stopped it), C(pid_reused) (the pid is another process now;
+      not signalled), C(still_running) (alive after SIGKILL) or C(unverified) (alive but nothing identifies it as ours; not signalled).
+  returned: when state is stopped
+  type: str
 was_running:
   description: Whether the server was still running when asked to stop (false when it had exited by itself after its test).
   returned: when state is stopped
   type: bool
 leftover:
-  description: Whether any process of the server's group was left running (the module fails when this would be true).
+  description: Whether any process of the server's group was left running after SIGKILL (reported with a warning, never a failure).
   returned: when state is stopped
   type: bool
 output:
-  description: The server's raw output from its log file.
+  description: The server's raw output from its log file (empty when the log was refused or missing).
+  returned: when state is stopped
+  type: str
+parse_error:
+  description: Why the server log could not be parsed, null when it was.
   returned: when state is stopped
   type: str
 '''
 
-import ipaddress
 import os
-import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import background
 from ansible_collections.gpufleet.netval.plugins.module_utils import perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
 
-DEVICE_RE = re.compile(r'^[A-Za-z0-9_.-]+$')
-HOSTNAME_RE = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$')
 BW_ONLY = ('tx_depth', 'qps', 'report_gbits', 'bidirectional')
-
-
-def valid_host(value):
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        return bool(HOSTNAME_RE.match(value))
+# A server nobody stops ends this long after it started unless O(timeout) says otherwise: long enough for
+# the clients of every HCA to run one after the other against servers started together.
+SERVER_DEFAULT_DEADLINE = 3600
 
 
 def validate(module):
     params = module.params
     test = params['test']
-    problems = []
-    if params['device'] is not None and not DEVICE_RE.match(params['device']):
-        problems.append('device %r is not a device name (letters, digits, _ . -)' % params['device'])
+    stopping = params['role'] == 'server' and params['state'] == 'stopped'
+    if stopping:
+        # A stop must never fail the host: its options are checked where they are used (stop_server).
+        return
+    problems = checks.control_characters(params)
+    if params['device'] is not None:
+        problems.append(checks.check_device('device', params['device']))
     if params['role'] == 'client':
         if not params['server']:
             problems.append('server (the address of the host running the perftest server) is required for role=client')
-        elif not valid_host(params['server']):
-            problems.append('server %r is not a host name or an IP address' % params['server'])
+        else:
+            problems.append(checks.check_host('server', params['server']))
         if params['state'] != 'started':
             problems.append('state applies to role=server only')
-    elif params['state'] == 'stopped' and (params['pid'] is None or not params['log_path']):
-        problems.append('state=stopped needs the pid and log_path returned when the server was started')
     if not 1024 <= params['port'] <= 65535:
         problems.append('port %d is outside 1024-65535' % params['port'])
     for name, low, high in (('ib_port', 1, 255), ('gid_index', 0, 65535), ('size', 1, 2 ** 31), ('duration', 1, 86400),
-                            ('iterations', 5, 2 ** 40), ('tx_depth', 1, 65536), ('qps', 1, 65536), ('use_cuda', 0, 1023),
-                            ('timeout', 1, 86400 * 2)):
-        value = params[name]
-        if value is not None and not low <= value <= high:
-            problems.append('%s %d is outside %d-%d' % (name, value, low, high))
+                            ('iterations', 5, 2 ** 40), ('tx_depth', 1, 65536), ('qps', 1, 65536), ('use_cuda', 0, 1023)):
+        problems.append(checks.check_number(name, params[name], low, high))
+    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=background.MAX_DEADLINE))
+    problems.append(checks.check_timeout('ready_timeout', params['ready_timeout'], maximum=300))
     if test in perftest.LAT_TESTS:
         for name in BW_ONLY:
             if params[name]:
@@ -350,20 +398,19 @@ def validate(module):
         problems.append('connection UD is only supported by ib_send_bw and ib_send_lat')
     if params['connection'] == 'UC' and test.startswith('ib_read'):
         problems.append('connection UC is not supported by %s' % test)
-    for arg in params['extra_args']:
-        if '\x00' in arg or '\n' in arg:
-            problems.append('extra_args item %r contains a NUL or newline' % arg)
-    if problems:
-        module.fail_json(msg='%s: invalid perftest parameters: %s' % (hostname(), '; '.join(problems)))
+    for index, arg in enumerate(params['extra_args']):
+        problems.append(checks.check_arg('extra_args[%d]' % index, arg))
+    checks.fail_if_invalid(module, 'perftest', checks.problems_of(problems))
 
 
 def fail_classified(module, error_class, command, detail, **extra):
-    hint = perftest.ERROR_HINTS.get(error_class)
-    msg = '%s: `%s` failed: %s: %s' % (hostname(), command, error_class, hint)
+    fields = failure(error_class, perftest.ERROR_HINTS.get(error_class))
+    msg = '%s: `%s` failed: %s: %s' % (hostname(), command, error_class, fields['error_hint'])
     if detail:
         msg += ' (perftest said: %s)' % detail.strip().replace('\n', ' | ')[:400]
     extra['cmd'] = command
-    module.fail_json(msg=msg, error_class=error_class, error_hint=hint, **extra)
+    extra.update(fields)
+    module.fail_json(msg=msg, **extra)
 
 
 def parse_or_none(text):
@@ -381,7 +428,7 @@ def run_client(module, runner, binary, args):
     if timeout is None:
         timeout = params['duration'] + 60 if params['duration'] else 300
     if module.check_mode:
-        module.exit_json(changed=False, cmd=cmd, argv=argv, timeout=timeout, port=params['port'], error_class=None, error_hint=None)
+        module.exit_json(changed=False, cmd=cmd, argv=argv, timeout=timeout, port=params['port'], **SUCCESS)
     result = runner.run(params['test'], args, timeout=timeout, check=False)
     fields = dict(result.as_dict(), timeout=timeout, port=params['port'])
     fields['cmd'] = cmd
@@ -395,83 +442,80 @@ def run_client(module, runner, binary, args):
         if result.rc != 0:
             fail_classified(module, 'unknown_error', cmd, 'rc=%s: %s' % (result.rc, (result.stderr or result.stdout or '').strip()[-300:]),
                             **fields)
-        runner.fail(result, reason='gave output that could not be parsed (%s)' % parse_error, error_class='unknown_error',
-                    error_hint=perftest.ERROR_HINTS['unknown_error'], perftest=None, timeout=timeout, port=params['port'])
+        runner.fail(result, reason='gave output that could not be parsed (%s)' % parse_error, error_class='parse_error',
+                    perftest=None, timeout=timeout, port=params['port'])
     if parsed['error_class']:
         fail_classified(module, parsed['error_class'], cmd, parsed['error_text'], **fields)
     if result.rc != 0 or not parsed['results']:
         detail = 'rc=%s, %d result rows: %s' % (result.rc, len(parsed['results']), (result.stderr or result.stdout or '').strip()[-300:])
         fail_classified(module, 'unknown_error', cmd, detail, **fields)
     fields.pop('perftest')
-    module.exit_json(changed=False, perftest=parsed, summary=perftest.summarize_perftest(parsed),
-                     error_class=None, error_hint=None, **fields)
+    module.exit_json(changed=False, perftest=parsed, summary=perftest.summarize_perftest(parsed), **dict(fields, **SUCCESS))
+
+
+def server_deadline(params):
+    """Seconds the server may live: O(timeout), else SERVER_DEFAULT_DEADLINE; never unbounded."""
+    return params['timeout'] or SERVER_DEFAULT_DEADLINE
 
 
 def start_server(module, runner, binary, args):
     params = module.params
     argv = [binary] + args
     cmd = render_cmd(argv)
-    run_argv = argv
-    if params['timeout']:
-        run_argv = [runner.find('timeout'), '--kill-after=5', str(params['timeout'])] + argv
-    common = dict(cmd=cmd, argv=argv, port=params['port'], timeout=params['timeout'])
+    deadline = server_deadline(params)
+    common = dict(cmd=cmd, argv=argv, port=params['port'], timeout=int(deadline))
     if module.check_mode:
-        module.exit_json(changed=True, error_class=None, error_hint=None, **common)
+        module.exit_json(changed=True, **dict(common, **SUCCESS))
     if not os.path.isdir(params['log_dir']):
-        module.fail_json(msg='%s: log_dir %s is not a directory' % (hostname(), params['log_dir']), **common)
-    handle, log_path = tempfile.mkstemp(prefix='perftest-%s-p%d-' % (params['test'], params['port']), suffix='.log', dir=params['log_dir'])
-    os.close(handle)
+        module.fail_json(msg='%s: log_dir %s is not a directory' % (hostname(), params['log_dir']), **dict(common, **failure('invalid_options')))
+    # perftest prints this banner once it waits for a client, in every connection mode.
+    ready_text = 'Waiting for client to connect' if params['rdma_cm'] else None
     try:
-        # perftest prints this banner once it waits for a client, in every connection mode.
-        ready_text = 'Waiting for client to connect' if params['rdma_cm'] else None
-        info = background.start_server(run_argv, log_path, params['port'], ready_timeout=params['ready_timeout'], ready_text=ready_text)
+        info = background.start_server(argv, params['log_dir'], params['port'], deadline, ready_timeout=params['ready_timeout'],
+                                       ready_text=ready_text, name='perftest-%s-p%d' % (params['test'], params['port']))
     except background.ServerError as exc:
-        output = background.read_log(log_path)
-        parsed, dummy = parse_or_none(output)
-        if 'already in use' in str(exc):
+        parsed, dummy = parse_or_none(exc.output)
+        if exc.port_in_use:
             error_class = 'port_in_use'
             detail = 'TCP port %d is already in use on %s: %s' % (params['port'], hostname(), exc)
         else:
             error_class = parsed['error_class'] if parsed and parsed['error_class'] else 'unknown_error'
             detail = str(exc)
-        fail_classified(module, error_class, cmd, detail, log_path=log_path, output=output, perftest=parsed,
-                        argv=argv, port=params['port'])
-    module.exit_json(changed=True, pid=info['pid'], pgid=info['pgid'], log_path=log_path, error_class=None, error_hint=None, **common)
-
-
-def _is_our_server(pid, test):
-    """True when ``pid`` still runs the perftest tool (directly or under coreutils timeout): never kill a recycled pid."""
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as handle:
-            words = handle.read().decode('utf-8', 'replace').split('\x00')
-    except (IOError, OSError):
-        return False
-    return any(os.path.basename(word) == test for word in words)
+        fail_classified(module, error_class, cmd, detail, output=exc.output, perftest=parsed, argv=argv, port=params['port'])
+    module.exit_json(changed=True, pid=info['pid'], pgid=info['pgid'], start_time=info['start_time'], exe=info['exe'],
+                     log_path=info['log_path'], deadline_at=info['deadline_at'], **dict(common, **SUCCESS))
 
 
 def stop_server(module):
+    """Stop the server: reports what it found and never fails the host (a cleanup step must not lose a node)."""
     params = module.params
     pid = params['pid']
-    common = dict(pid=pid, log_path=params['log_path'], port=params['port'])
+    common = dict(pid=pid, log_path=params['log_path'], port=params['port'], start_time=params['start_time'], exe=params['exe'])
+    problems = [p for p in (checks.check_timeout('wait_exit', params['wait_exit'], maximum=600, allow_zero=True),) if p]
+    wait_exit = params['wait_exit'] if not problems else 0.0
+    if pid is None or pid < 2:
+        module.warn('perftest stop: no server pid given (%r); nothing to stop' % (pid,))
+        module.exit_json(changed=False, stopped=True, was_running=False, leftover=False, server_state='unverified',
+                         output='', perftest=None, parse_error=None, **dict(common, **SUCCESS))
     if module.check_mode:
-        module.exit_json(changed=background.pid_alive(pid), error_class=None, error_hint=None, **common)
-    if background.pid_alive(pid) and not _is_our_server(pid, params['test']):
-        module.fail_json(msg='%s: process %d is not a %s server (its pid may have been reused); not stopping it'
-                         % (hostname(), pid, params['test']), **common)
-    try:
-        outcome = background.stop_server(pid, params['log_path'], wait_exit=params['wait_exit'])
-    except background.ServerError as exc:
-        module.fail_json(msg='%s: cannot stop %s server pid %d: %s' % (hostname(), params['test'], pid, exc), **common)
-    leftover = not outcome['stopped']
-    parsed, parse_error = parse_or_none(outcome['output']) if outcome['output'].strip() else (None, 'empty server log')
-    fields = dict(common, stopped=outcome['stopped'], was_running=outcome['was_running'], leftover=leftover,
-                  output=outcome['output'], perftest=parsed, parse_error=parse_error,
-                  error_class=parsed['error_class'] if parsed else None,
-                  error_hint=parsed['error_hint'] if parsed else None)
-    if leftover:
-        module.fail_json(msg='%s: %s server pid %d: processes of its group are still running after SIGKILL'
-                         % (hostname(), params['test'], pid), **fields)
-    module.exit_json(changed=outcome['was_running'], **fields)
+        module.exit_json(changed=background.pid_alive(pid), **dict(common, **SUCCESS))
+    outcome = background.stop_server(pid, params['start_time'], params['exe'], params['log_path'], wait_exit=wait_exit)
+    warnings = problems + ([outcome['log_problem']] if outcome['log_problem'] else [])
+    if outcome['state'] == 'pid_reused':
+        warnings.append('pid %d now belongs to another process (the server had exited and its pid was reused); '
+                        'not signalled' % pid)
+    elif outcome['state'] == 'unverified':
+        warnings.append('pid %d is alive but nothing says it is our %s server (pass start_time and exe from the start result, '
+                        'or its log_path); not signalled' % (pid, params['test']))
+    elif outcome['state'] == 'still_running':
+        warnings.append('%s server pid %d: processes of its group are still running after SIGKILL' % (params['test'], pid))
+    for warning in warnings:
+        module.warn('%s: perftest stop: %s' % (hostname(), warning))
+    parsed, parse_error = parse_or_none(outcome['output']) if outcome['output'].strip() else (None, 'empty or unread server log')
+    server_failure = failure(parsed['error_class'], parsed['error_hint']) if parsed and parsed['error_class'] else dict(SUCCESS)
+    module.exit_json(changed=outcome['signalled'], stopped=outcome['stopped'], was_running=outcome['was_running'],
+                     leftover=outcome['state'] == 'still_running', server_state=outcome['state'], output=outcome['output'],
+                     perftest=parsed, parse_error=parse_error, **dict(common, **server_failure))
 
 
 def main():
@@ -503,6 +547,8 @@ def main():
             ready_timeout=dict(type='float', default=15.0),
             wait_exit=dict(type='float', default=10.0),
             pid=dict(type='int'),
+            start_time=dict(type='int'),
+            exe=dict(type='str'),
             log_path=dict(type='path'),
             log_dir=dict(type='path', default='/tmp'),
         ),

@@ -157,14 +157,12 @@ ibstat:
 '''
 
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import rdma
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
-
-DEVICE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$')
 
 
 def _run_parsed(runner, tool, args, parser, timeout=None):
@@ -212,12 +210,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    bad = [name for name in params['devices'] if not DEVICE_NAME.match(name)]
-    if bad:
-        module.fail_json(msg='%s: invalid RDMA device name(s) %s: expected names such as mlx5_0 or rocep1s0f0 '
-                         '(letters, digits, _ . : -)' % (hostname(), ', '.join(repr(name) for name in bad)))
-    if params['timeout'] < 1:
-        module.fail_json(msg='%s: timeout must be at least 1 second, got %d' % (hostname(), params['timeout']))
+    problems = checks.control_characters(params)
+    problems.extend(checks.check_device('devices[%d]' % index, name) for index, name in enumerate(params['devices']))
+    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=3600))
+    checks.fail_if_invalid(module, 'rdma_info', checks.problems_of(problems))
     sysfs = params['sysfs_root']
     if not os.path.isdir(sysfs):
         module.fail_json(msg='%s: sysfs_root %s does not exist or is not a directory' % (hostname(), sysfs))
@@ -231,7 +227,8 @@ def main():
     runner = ToolRunner(module)
     ipv4_by_netdev = None
     if params['ipv4'] and inventory:
-        ipv4_by_netdev = _run_parsed(runner, 'ip', ['-4', '-o', 'addr', 'show'], rdma.parse_ip_addr)['ipv4_by_netdev']
+        ipv4_by_netdev = _run_parsed(runner, 'ip', ['-4', '-o', 'addr', 'show'], rdma.parse_ip_addr,
+                                     timeout=params['timeout'])['ipv4_by_netdev']
 
     gid_choice = rdma.roce_v2_gid_indexes(inventory)
     devices = {}

@@ -15,7 +15,12 @@ description:
   - "Writes, under C(<root>/<timestamp>/): C(summary.json) with C({nodes: {NAME: {bucket, causes, peer}}}), C(summary.txt) (a table),
     C(junit.xml) (one test case per check), C(nodes/<node>.json) and C(nodes/<node>.md) for every node,
     and C(letters/<node>.txt) (the vendor letter) for every bucket C node."
-  - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it.
+  - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it. C(latest) is only
+    replaced when it is this module's symlink to a run folder; a file, a directory or another symlink of that name is an error,
+    reported before anything is written.
+  - Malformed input (a node result that is not a dict, a cause without C(cause) or C(detail), a test given as text,
+    C(findings) that is not a list...) fails with a message naming each field; nothing is written.
+  - C(junit.xml) is well-formed XML whatever the text; characters XML 1.0 cannot hold are written as backslash escapes such as C(\x01).
   - "Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true))."
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -29,7 +34,9 @@ options:
     type: str
     required: true
   nodes:
-    description: Node name to node result (bucket, causes, peer, tests, findings, ...).
+    description:
+      - Node name (one file name) to node result (bucket, causes, peer, tests, findings, ...).
+      - C(tests), C(findings), C(causes) and C(ruled_out) must be lists when present; a cause is text or a dict with C(cause) and C(detail).
     type: dict
     required: true
   sender:
@@ -73,20 +80,32 @@ letters:
 
 import json
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, report
-
-_STAMP = re.compile(r'^\d{8}T\d{6}Z$')
-_NODE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 
 
 def cause_texts(node):
-    texts = []
-    for cause in node.get('causes') or []:
-        texts.append(cause.get('detail') if isinstance(cause, dict) else str(cause))
-    return texts
+    return [cause['detail'] if isinstance(cause, dict) else cause for cause in node.get('causes') or []]
+
+
+def check_input(module):
+    """Every problem with the input, each naming its field, before anything is written."""
+    params = module.params
+    problems = checks.control_characters({'root': params['root']})
+    if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
+        problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
+    for name in sorted(params['nodes'], key=str):
+        problems.append(checks.check_path_component('nodes key %r' % (name,), name))
+    problems = checks.problems_of(problems)
+    try:
+        report.check_nodes(params['nodes'])
+        report.check_sender(params['sender'])
+    except report.ReportError as exc:
+        problems.append(str(exc))
+    problems.append(evidence.foreign_link_problem(os.path.join(params['root'], 'latest')))
+    checks.fail_if_invalid(module, 'validation_report', checks.problems_of(problems))
 
 
 def main():
@@ -99,15 +118,11 @@ def main():
         ),
         supports_check_mode=True,
     )
+    check_input(module)
     root = module.params['root']
     stamp = module.params['timestamp']
     nodes = module.params['nodes']
-    if not _STAMP.match(stamp):
-        module.fail_json(msg='validation_report: timestamp %r must look like 20261130T014500Z (UTC)' % stamp)
     for name, node in nodes.items():
-        if not _NODE.match(name) or not isinstance(node, dict) or node.get('bucket') not in ('A', 'B', 'C'):
-            module.fail_json(msg='validation_report: node %r needs a result with bucket A, B or C, got %r'
-                             % (name, (node or {}).get('bucket') if isinstance(node, dict) else node))
         node.setdefault('node', name)
     run_dir = os.path.join(root, stamp)
     table = report.summary_table(nodes)

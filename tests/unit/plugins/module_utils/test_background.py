@@ -1,7 +1,9 @@
-"""Real processes: a server that listens is started, found listening, stopped, and leaves nothing behind."""
+"""Real processes: a server is started, identified (pid + start time + exe), stopped, and leaves nothing behind."""
 import os
 import socket
+import stat
 import sys
+import time
 
 import pytest
 
@@ -23,49 +25,83 @@ def free_port():
     return port
 
 
-def test_start_wait_ready_and_stop_leaves_no_process(tmp_path):
+def start(tmp_path, code=LISTENER, deadline=60, **kwargs):
     port = free_port()
-    info = background.start_server([sys.executable, '-c', LISTENER, str(port)], str(tmp_path / 'srv.log'), port)
-    assert background.pid_alive(info['pid'])
-    assert port in background.listening_ports()
-    members = background._group_members(info['pgid'])
-    assert len(members) >= 2  # the listener and its child sleep
-    result = background.stop_server(info['pid'], info['log_path'])
-    assert result['stopped'] and result['was_running']
-    assert 'listening' in result['output']
-    assert background._group_members(info['pgid']) == []
-    assert port not in background.listening_ports()
+    return background.start_server([sys.executable, '-c', code, str(port)], str(tmp_path), port, deadline, **kwargs)
 
 
-def test_port_already_in_use_is_refused(tmp_path):
+def wait_until(predicate, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_start_wait_ready_and_stop_leaves_no_process_and_no_file(tmp_path):
+    info = start(tmp_path)
+    folder = os.path.dirname(info['log_path'])
+    assert background.is_ours(info['pid'], info['start_time'], info['exe'])
+    assert info['exe'] == os.path.realpath(sys.executable) and info['port'] in background.listening_ports()
+    assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700 and os.path.basename(info['log_path']) == 'server.log'
+    assert len(background.group_members(info['pgid'])) >= 2  # the listener and its child sleep
+    result = background.stop_server(info['pid'], info['start_time'], info['exe'], info['log_path'])
+    assert result['state'] == 'stopped' and result['stopped'] and result['was_running'] and result['signalled']
+    assert 'listening' in result['output'] and result['log_problem'] is None
+    assert background.group_members(info['pgid']) == [] and info['port'] not in background.listening_ports()
+    assert not os.path.exists(folder)
+
+
+def test_stop_reads_start_time_and_exe_from_the_private_dir_when_not_given(tmp_path):
+    info = start(tmp_path)
+    result = background.stop_server(info['pid'], log_path=info['log_path'])
+    assert result['state'] == 'stopped' and result['stopped'] and background.group_members(info['pid']) == []
+
+
+def test_port_already_in_use_is_refused_and_leaves_no_directory(tmp_path):
     sock = socket.socket()
     sock.bind(('0.0.0.0', 0))
     sock.listen(1)
     port = sock.getsockname()[1]
     try:
-        with pytest.raises(background.ServerError, match='already in use'):
-            background.start_server([sys.executable, '-c', LISTENER, str(port)], str(tmp_path / 'srv.log'), port)
+        with pytest.raises(background.ServerError, match='already in use') as caught:
+            background.start_server([sys.executable, '-c', LISTENER, str(port)], str(tmp_path), port, 60)
     finally:
         sock.close()
+    assert caught.value.port_in_use and os.listdir(str(tmp_path)) == []
 
 
-def test_server_that_dies_early_is_reported(tmp_path):
-    with pytest.raises(background.ServerError, match='exited with rc=3'):
-        background.start_server([sys.executable, '-c', 'import sys; print("no device"); sys.exit(3)'],
-                                str(tmp_path / 'srv.log'), free_port())
+def test_server_that_dies_early_is_reported_with_its_output(tmp_path):
+    with pytest.raises(background.ServerError, match='exited with rc=3') as caught:
+        start(tmp_path, code='import sys; print("no device", flush=True); sys.exit(3)')
+    assert 'no device' in caught.value.output and os.listdir(str(tmp_path)) == []
 
 
 def test_server_that_never_listens_is_killed(tmp_path):
     code = 'import time, os; open(os.environ["PIDFILE"], "w").write(str(os.getpid())); time.sleep(60)'
     pidfile = tmp_path / 'pid'
     with pytest.raises(background.ServerError, match='did not listen'):
-        background.start_server([sys.executable, '-c', code], str(tmp_path / 'srv.log'), free_port(),
+        background.start_server([sys.executable, '-c', code], str(tmp_path / '..'), free_port(), 60,
                                 ready_timeout=1.0, env={'PIDFILE': str(pidfile)})
-    pid = int(pidfile.read_text())
-    assert not background.pid_alive(pid)
+    assert not background.pid_alive(int(pidfile.read_text()))
 
 
-def test_stopping_an_already_exited_server_is_fine(tmp_path):
-    result = background.stop_server(2 ** 22 + 12345, None)
-    assert result['stopped'] and not result['was_running']
-    assert os.getpid() > 0
+def test_stopping_a_server_that_is_gone_is_fine(tmp_path):
+    result = background.stop_server(2 ** 22 + 12345, 12345)
+    assert result['state'] == 'exited' and result['stopped'] and not result['was_running'] and not result['signalled']
+
+
+def test_a_reused_pid_is_stopped_for_us_and_never_signalled():
+    # This test process stands for "someone else got the pid": same pid, another start time.
+    me = background.process_identity(os.getpid())
+    result = background.stop_server(os.getpid(), me['start_time'] + 1, wait_exit=0)
+    assert result['state'] == 'pid_reused' and result['stopped'] and not result['signalled']
+    result = background.stop_server(os.getpid(), me['start_time'], '/not/our/exe', wait_exit=0)
+    assert result['state'] == 'pid_reused' and not result['signalled']
+
+
+def test_the_identity_is_start_time_from_proc_stat_field_22():
+    with open('/proc/self/stat') as handle:
+        field22 = int(handle.read().rsplit(')', 1)[1].split()[19])
+    assert background.process_identity(os.getpid())['start_time'] == field22 == background.process_identity(os.getpid())['start_time']

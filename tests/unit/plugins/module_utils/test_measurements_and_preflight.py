@@ -174,3 +174,12 @@ def test_preflight_port_down_blocks():
     down = [f for f in found if f['check'] == 'port_state' and f['status'] == 'reject']
     assert down[0]['subject'] == 'mlx5_5' and down[0]['blocking'] and 'Polling' in down[0]['detail']
     assert [f for f in found if f['check'] == 'nic_count'][0]['actual'] == 7
+
+
+def test_a_failure_the_module_pins_on_its_host_is_the_nodes_only_on_the_node():
+    failed = {'failed': True, 'msg': 'no RDMA device', 'error_class': 'no_rdma_device', 'error_side': 'host', 'stdout': ''}
+    run = run_of('ib_send_bw', 'ib_send_bw_gbs', server={'on': 'node'}, client={'on': 'peer'})
+    on_peer, = measurements.run_measurements(failed, run, end='client')
+    on_node, = measurements.run_measurements(failed, run, end='server')
+    assert (on_peer['error_side'], on_node['error_side']) == ('ours', 'node')
+    assert measurements.run_measurements(failed, run_of('iperf3', 'iperf3_gbps'), end='peer')[0]['error_side'] == 'ours'

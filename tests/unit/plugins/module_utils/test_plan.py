@@ -133,3 +133,31 @@ def test_bad_options_are_refused_with_the_option_named():
         plan_400g(slot='first')
     with pytest.raises(plan.PlanError, match='timeout_margin'):
         plan_400g(timeout_margin=-1)
+
+
+def test_every_server_has_a_deadline_that_covers_the_sessions_before_it():
+    made = plan_400g(duration_override=2, timeout_margin=10)
+    sends = made['runs']['ib_send_bw']
+    assert [r['server_timeout'] for r in sends] == [12 * (i + 1) + 10 for i in range(8)]
+    clients = made['runs']['all_nics'][0]['clients']
+    assert {c['server_timeout'] for c in clients} == {12 + 10}
+    assert made['runs']['iperf3'][0]['server_timeout'] == 12 + 10
+
+
+def test_the_node_receives_by_default_and_the_reverse_is_an_option():
+    made = plan_400g()
+    first = made['runs']['ib_send_bw'][0]
+    assert (first['server']['on'], first['client']['on'], first['client']['connect_to']) == ('node', 'peer', 'node')
+    gdr = made['runs']['gdr'][0]
+    assert (gdr['server']['on'], gdr['server']['use_cuda'], gdr['client']['use_cuda']) == ('node', 0, None)
+    both = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=dict(TIERS['400G']['tests']['ib_send_bw'],
+                                                                                   directions=['send', 'receive'])))
+    made = plan.tier_test_plan(both, live_ports(2), live_ports(2), [], {'peer_address': '10.0.0.2', 'node_address': '10.0.0.1'})
+    runs = made['runs']['ib_send_bw']
+    assert [(r['id'], r['server']['on'], r['client']['connect_to']) for r in runs] == [
+        ('ib_send_bw_gbs:mlx5_0', 'node', '10.0.0.1'), ('ib_send_bw_gbs:mlx5_0:send', 'peer', '10.0.0.2'),
+        ('ib_send_bw_gbs:mlx5_1', 'node', '10.0.0.1'), ('ib_send_bw_gbs:mlx5_1:send', 'peer', '10.0.0.2')]
+    assert len([e for e in made['expected'] if e['metric'] == 'ib_send_bw_gbs']) == 4
+    with pytest.raises(plan.PlanError, match='directions'):
+        plan.tier_test_plan(dict(both, tests=dict(both['tests'], iperf3={'enabled': True, 'directions': ['sideways']})),
+                            live_ports(2), live_ports(2), [], {})

@@ -19,6 +19,7 @@ def test_success_level1_warn_is_returned_not_failed():
     assert not failed, result
     assert result['level'] == 1 and result['overall'] == 'warn' and result['gpus_warned'] == [1]
     assert result['cmd'] == '/usr/bin/dcgmi diag -r 1 -j' and result['changed'] is False
+    assert (result['error_class'], result['error_hint'], result['error_side']) == (None, None, None)
 
 
 def test_real_text_table_without_json():
@@ -35,6 +36,7 @@ def test_fail_result_with_gpus_and_fail_on():
     assert not failed and result['overall'] == 'fail' and result['failed_tests'] == ['GPU Memory']
     result, failed = run_module(dcgmi_diag.main, {'level': 2, 'gpus': [0, 1], 'fail_on': 'fail'}, calls=calls)
     assert failed and hostname() in result['msg'] and 'dcgmi diag -r 2 -j -i 0,1' in result['msg']
+    assert (result['error_class'], result['error_side']) == ('diag_failed', 'host')
     assert 'GPU Memory' in result['msg'] and 'GPUs failed: 1' in result['msg']
     assert result['tests'], 'the parsed results travel with the failure'
 
@@ -49,6 +51,7 @@ def test_fail_on_warn():
 def test_missing_dcgmi_names_the_package():
     result, failed = run_module(dcgmi_diag.main, {}, missing=('dcgmi',))
     assert failed and 'dcgmi' in result['msg'] and 'datacenter-gpu-manager' in result['msg'] and hostname() in result['msg']
+    assert (result['error_class'], result['error_side']) == ('tool_missing', 'ours')
 
 
 def test_hostengine_not_running_hints_nv_hostengine():
@@ -56,12 +59,14 @@ def test_hostengine_not_running_hints_nv_hostengine():
            'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
     result, failed = run_module(dcgmi_diag.main, {}, calls=[Call(argv(), rc=255, err=err)])
     assert failed and 'nv-hostengine' in result['msg'] and 'rc=255' in result['msg']
+    assert (result['error_class'], result['error_side']) == ('hostengine_unreachable', 'ours') and 'nv-hostengine' in result['error_hint']
     assert '/usr/bin/dcgmi diag -r 1 -j' in result['msg'] and result['error_class'] == 'hostengine_unreachable'
 
 
 def test_timeout_default_by_level():
     result, failed = run_module(dcgmi_diag.main, {'level': 3}, calls=[Call(argv(3, 1800), rc=124)])
     assert failed and 'timed out after 1800s' in result['msg'] and hostname() in result['msg']
+    assert (result['error_class'], result['error_side']) == ('timeout', 'ours')
 
 
 def test_explicit_timeout():
@@ -73,6 +78,7 @@ def test_explicit_timeout():
 def test_garbage_fails_cleanly(out):
     result, failed = run_module(dcgmi_diag.main, {}, calls=[Call(argv(), rc=0, out=out)])
     assert failed and 'could not be parsed' in result['msg'] and hostname() in result['msg']
+    assert (result['error_class'], result['error_side']) == ('parse_error', 'ours')
     assert 'Traceback' not in result['msg']
 
 
@@ -86,3 +92,5 @@ def test_check_mode_runs_nothing():
 def test_bad_input(args, needle):
     result, failed = run_module(dcgmi_diag.main, args)
     assert failed and needle in result['msg'] and result['_ran'] == []
+    # level=5 is refused by Ansible's own choices check, before the module can add its failure keys.
+    assert result.get('error_class', 'invalid_options') == 'invalid_options'

@@ -1,12 +1,33 @@
-"""evidence_bundle: exact argv per evidence command, missing tools recorded, never overwritten."""
+"""evidence_bundle: real stand-in commands (it runs them itself, under its own deadline), missing tools recorded, never overwritten."""
 import json
+import os
 import subprocess
+import sys
 import tarfile
+import time
+
+import pytest
 
 from ansible_collections.gpufleet.netval.plugins.modules import evidence_bundle
-from tests.unit.plugins.modules.utils import Call, run_module
+from tests.unit.plugins.modules.utils import run_module
 
 STAMP = '20261130T014500Z'
+
+
+def stand_in(bin_dir, name, body):
+    path = bin_dir / name
+    path.write_text('#!%s\nimport os, signal, subprocess, sys, time\n%s\n' % (sys.executable, body))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def bin_dir(tmp_path):
+    folder = tmp_path / 'bin'
+    folder.mkdir()
+    stand_in(folder, 'lspci', 'print("LnkSta: Speed 32GT/s, Width x16 " + " ".join(sys.argv[1:]))')
+    stand_in(folder, 'ibstat', 'sys.stderr.write("ibpanic: no devices\\n"); sys.exit(1)')
+    return folder
 
 
 def args(tmp_path, **extra):
@@ -19,33 +40,50 @@ def args(tmp_path, **extra):
     return base
 
 
-def test_bundle_records_rc_missing_tools_and_verifies(tmp_path):
+def test_bundle_records_rc_missing_tools_and_verifies(tmp_path, bin_dir):
     cmdline = tmp_path / 'cmdline'
     cmdline.write_text('ro iommu=pt\n')
-    calls = [Call(['/usr/bin/timeout', '--kill-after=5', '120', '/usr/bin/lspci', '-vvv'], 0, 'LnkSta: Speed 32GT/s, Width x16\n'),
-             Call(['/usr/bin/timeout', '--kill-after=5', '120', '/usr/bin/ibstat'], 1, '', 'ibpanic: no devices\n')]
-    result, failed = run_module(evidence_bundle.main, args(tmp_path, paths=[str(cmdline), '/nonexistent/file']), calls,
-                                missing=('flint',))
+    result, failed = run_module(evidence_bundle.main, args(tmp_path, paths=[str(cmdline), '/nonexistent/file']),
+                                missing=('flint',), bin_dir=str(bin_dir))
     assert not failed, result
     bundle = tmp_path / 'ev' / 'node01' / STAMP
     records = json.loads((bundle / 'commands.json').read_text())
     by_name = dict((r['name'], r) for r in records)
     assert by_name['ibstat.txt']['rc'] == 1 and 'ibpanic' in by_name['ibstat.txt']['stderr']
+    assert by_name['ibstat.txt']['timed_out'] is False and by_name['ibstat.txt']['timeout'] == 120
     assert by_name['flint.txt']['missing'] is True and by_name['flint.txt']['rc'] is None
     assert by_name['files/nonexistent_file']['missing'] is True
-    assert (bundle / 'commands' / 'lspci-vvv.txt').read_text().startswith('LnkSta')
+    assert (bundle / 'commands' / 'lspci-vvv.txt').read_text() == 'LnkSta: Speed 32GT/s, Width x16 -vvv\n'
     assert json.loads((bundle / 'results.json').read_text()) == {'bucket': 'A'}
     assert (bundle / 'files' / cmdline.as_posix().strip('/').replace('/', '_')).read_text() == 'ro iommu=pt\n'
     check = subprocess.run(['sha256sum', '-c', 'MANIFEST.sha256'], cwd=str(bundle), capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stdout
     with tarfile.open(result['tarball']) as archive:
         assert 'MANIFEST.sha256' in archive.getnames()
-    second, failed = run_module(evidence_bundle.main, args(tmp_path), calls=[])
-    assert failed and 'never overwritten' in second['msg']
+    second, failed = run_module(evidence_bundle.main, args(tmp_path), bin_dir=str(bin_dir))
+    assert failed and 'never overwritten' in second['msg'] and second['_ran'] == []
+
+
+def test_a_command_past_its_timeout_is_stopped_with_its_children_and_recorded(tmp_path, bin_dir):
+    pidfile = tmp_path / 'child.pid'
+    stand_in(bin_dir, 'stubborn', 'signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
+             'child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); '
+             'time.sleep(300)"])\n'
+             'open(%r, "w").write(str(child.pid))\nprint("partial", flush=True)\ntime.sleep(300)' % str(pidfile))
+    begin = time.time()
+    result, failed = run_module(evidence_bundle.main, args(tmp_path, files={}, commands=[
+        {'name': 'stubborn.txt', 'argv': ['stubborn'], 'timeout': 1}]), bin_dir=str(bin_dir))
+    assert not failed, result
+    assert time.time() - begin < 15
+    record = result['commands'][0]
+    assert record['timed_out'] is True and record['rc'] == -9
+    assert (tmp_path / 'ev' / 'node01' / STAMP / 'commands' / 'stubborn.txt').read_text() == 'partial\n'
+    child = int(pidfile.read_text())
+    assert not os.path.exists('/proc/%d' % child) or open('/proc/%d/stat' % child).read().rsplit(')', 1)[1].split()[0] == 'Z'
 
 
 def test_check_mode_runs_and_writes_nothing(tmp_path):
-    result, failed = run_module(evidence_bundle.main, args(tmp_path), calls=[], check_mode=True)
+    result, failed = run_module(evidence_bundle.main, args(tmp_path), check_mode=True)
     assert not failed and result['changed'] is False
     assert [c['cmd'] for c in result['commands']][0] == 'lspci -vvv'
     assert not (tmp_path / 'ev').exists()
@@ -53,6 +91,6 @@ def test_check_mode_runs_and_writes_nothing(tmp_path):
 
 def test_bad_node_name_and_timestamp_are_refused(tmp_path):
     result, failed = run_module(evidence_bundle.main, args(tmp_path, node='../etc'))
-    assert failed and 'node name' in result['msg']
+    assert failed and 'node must be one file name' in result['msg']
     result, failed = run_module(evidence_bundle.main, args(tmp_path, timestamp='yesterday'))
     assert failed and 'timestamp' in result['msg']

@@ -59,7 +59,7 @@ def test_client_real_json_errors_with_rc_0_fail_with_cause(name, cause):
     # iperf 3.12 exits 0 when -J is given and the test never ran: the error field decides
     result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
                                 calls=[Call(client_argv(), 0, out('error_%s_json' % name))])
-    assert failed and result['cause'] == cause
+    assert failed and result['error_class'] == cause
     assert iperf3.hostname() in result['msg']
     assert '/usr/bin/iperf3 -c 10.213.77.2 -p 5201' in result['msg'] and cause in result['msg']
 
@@ -68,26 +68,26 @@ def test_client_text_error_on_stderr_rc_1():
     argv = client_argv()[:-1]
     result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3, 'json': False},
                                 calls=[Call(argv, 1, '', out('error_refused_text'))])
-    assert failed and result['cause'] == 'connect_refused' and result['rc'] == 1
+    assert failed and result['error_class'] == 'connect_refused' and result['rc'] == 1
     assert 'Connection refused' in result['msg'] and iperf3.hostname() in result['msg']
 
 
 def test_client_timeout():
     result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
                                 calls=[Call(client_argv(), 124, '', '')])
-    assert failed and result['cause'] == 'timeout' and 'within 33 s' in result['msg'] and result['timed_out']
+    assert failed and result['error_class'] == 'timeout' and 'within 33 s' in result['msg'] and result['timed_out']
 
 
 def test_client_tool_failure_without_error_text():
     result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
                                 calls=[Call(client_argv(), 1, '', 'Segmentation fault')])
-    assert failed and result['cause'] == 'tool_failed' and 'rc=1' in result['msg'] and iperf3.hostname() in result['msg']
+    assert failed and result['error_class'] == 'tool_failed' and 'rc=1' in result['msg'] and iperf3.hostname() in result['msg']
 
 
 def test_client_garbage_output_fails_cleanly():
     result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'duration': 3},
                                 calls=[Call(client_argv(), 0, '{"half": ')])
-    assert failed and result['cause'] == 'parse_error' and 'iperf3 output' in result['msg']
+    assert failed and result['error_class'] == 'parse_error' and 'iperf3 output' in result['msg']
     assert 'Traceback' not in result['msg']
 
 
@@ -104,42 +104,48 @@ def test_client_check_mode_runs_nothing():
     ({'role': 'client', 'server': '10.0.0.2', 'bandwidth': '10 gig'}, 'bandwidth must look like'),
     ({'role': 'client', 'server': '10.0.0.2', 'bind': 'eth0'}, 'bind must be an IP address'),
     ({'role': 'client', 'server': '10.0.0.2', 'duration': 5, 'omit': 9}, 'omit must be 0-5'),
-    ({'role': 'server', 'state': 'stopped'}, 'pid is required'),
+    ({'role': 'client', 'server': '10.0.0.2', 'interval': float('inf')}, 'interval must be 0'),
+    ({'role': 'server', 'log_path': '/tmp/x.log'}, 'log_path is chosen by the module'),
+    ({'role': 'server', 'timeout': 10 ** 7}, 'timeout must be a finite number of seconds'),
 ])
 def test_bad_options_fail_clearly(args, words):
     result, failed = run_module(iperf3.main, args)
     assert failed and words in result['msg'] and result['_ran'] == []
+    assert (result['error_class'], result['error_side']) == ('invalid_options', 'ours')
 
 
 def test_server_start(monkeypatch):
     seen = {}
 
-    def fake_start(argv, log_path, port, **kwargs):
-        seen.update(argv=argv, log_path=log_path, port=port)
-        return {'pid': 4242, 'pgid': 4242, 'log_path': log_path, 'port': port, 'argv': argv}
+    def fake_start(argv, log_dir, port, deadline, **kwargs):
+        seen.update(argv=argv, log_dir=log_dir, port=port, deadline=deadline)
+        return {'pid': 4242, 'pgid': 4242, 'start_time': 777, 'exe': '/usr/bin/iperf3', 'log_path': '/tmp/netval-x/server.log',
+                'port': port, 'argv': argv, 'deadline_s': deadline, 'deadline_at': 1000}
 
     monkeypatch.setattr(background, 'start_server', fake_start)
-    result, failed = run_module(iperf3.main, {'role': 'server', 'port': 5202, 'bind': '10.213.77.2', 'log_path': '/tmp/x.log'})
+    result, failed = run_module(iperf3.main, {'role': 'server', 'port': 5202, 'bind': '10.213.77.2'})
     assert not failed, result
     assert seen == {'argv': ['/usr/bin/iperf3', '-s', '-1', '-p', '5202', '-B', '10.213.77.2', '-J'],
-                    'log_path': '/tmp/x.log', 'port': 5202}
-    assert result['pid'] == 4242 and result['changed'] is True and result['port'] == 5202
+                    'log_dir': '/tmp', 'port': 5202, 'deadline': 3600}
+    assert (result['pid'], result['start_time'], result['exe']) == (4242, 777, '/usr/bin/iperf3')
+    assert result['changed'] is True and result['port'] == 5202 and result['timeout'] == 3600 and result['error_class'] is None
     assert result['cmd'] == '/usr/bin/iperf3 -s -1 -p 5202 -B 10.213.77.2 -J'
 
 
 def test_server_start_port_in_use(monkeypatch):
-    def fake_start(argv, log_path, port, **kwargs):
-        raise background.ServerError('TCP port %d is already in use on this host' % port)
+    def fake_start(argv, log_dir, port, deadline, **kwargs):
+        raise background.ServerError('TCP port %d is already in use on this host' % port, port_in_use=True)
 
     monkeypatch.setattr(background, 'start_server', fake_start)
     result, failed = run_module(iperf3.main, {'role': 'server'})
-    assert failed and result['cause'] == 'port_in_use'
+    assert failed and (result['error_class'], result['error_side']) == ('port_in_use', 'ours')
     assert iperf3.hostname() in result['msg'] and '/usr/bin/iperf3 -s -1 -p 5201 -J' in result['msg']
 
 
 def test_server_start_missing_tool():
     result, failed = run_module(iperf3.main, {'role': 'server'}, missing=('iperf3',))
     assert failed and 'iperf3' in result['msg'] and 'package' in result['msg']
+    assert (result['error_class'], result['error_side']) == ('tool_missing', 'ours')
 
 
 def test_server_start_check_mode_starts_nothing(monkeypatch):
@@ -148,44 +154,56 @@ def test_server_start_check_mode_starts_nothing(monkeypatch):
     assert not failed and result['changed'] is True and result['pid'] is None
 
 
-def test_server_stop_parses_its_report(monkeypatch, tmp_path):
-    log = tmp_path / 'server.log'
-    log.write_text(out('tcp_p4_server_json'))
-    monkeypatch.setattr(background, 'pid_alive', lambda pid: False)
-    monkeypatch.setattr(background, 'stop_server', lambda pid, log_path, wait_exit=0.0: {
-        'stopped': True, 'was_running': False, 'output': log.read_text()})
-    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242, 'log_path': str(log)})
+def fake_outcome(state, output='', **extra):
+    outcome = {'state': state, 'stopped': state not in ('still_running', 'unverified'), 'was_running': state == 'stopped',
+               'signalled': state in ('stopped', 'still_running'), 'output': output, 'log_read': bool(output), 'log_problem': None}
+    outcome.update(extra)
+    return outcome
+
+
+def test_server_stop_parses_its_report(monkeypatch):
+    seen = {}
+
+    def fake_stop(pid, start_time, exe, log_path, wait_exit=0.0):
+        seen.update(pid=pid, start_time=start_time, exe=exe, log_path=log_path, wait_exit=wait_exit)
+        return fake_outcome('exited', out('tcp_p4_server_json'))
+
+    monkeypatch.setattr(background, 'stop_server', fake_stop)
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242, 'start_time': 777,
+                                              'exe': '/usr/bin/iperf3', 'log_path': '/tmp/netval-x/server.log'})
     assert not failed, result
+    assert seen == {'pid': 4242, 'start_time': 777, 'exe': '/usr/bin/iperf3', 'log_path': '/tmp/netval-x/server.log', 'wait_exit': 2}
     assert result['stopped'] is True and result['was_running'] is False and result['changed'] is False
+    assert result['server_state'] == 'exited' and result['error_class'] is None
     assert result['received_bps'] == pytest.approx(16741964463.923893) and result['sent_bps'] is None
 
 
-def test_server_stop_refuses_a_pid_that_is_not_iperf3(monkeypatch):
-    monkeypatch.setattr(background, 'pid_alive', lambda pid: True)
-    monkeypatch.setattr(iperf3, 'is_iperf3_process', lambda pid: False)
-    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: pytest.fail('signalled a foreign process'))
+@pytest.mark.parametrize('state,stopped', [('pid_reused', True), ('still_running', False), ('unverified', False)])
+def test_server_stop_never_fails_the_host(monkeypatch, state, stopped):
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: fake_outcome(state))
     result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242})
-    assert failed and result['cause'] == 'not_iperf3' and iperf3.hostname() in result['msg']
+    assert not failed, result
+    assert result['server_state'] == state and result['stopped'] is stopped
 
 
-def test_server_stop_that_leaves_processes_fails(monkeypatch):
-    monkeypatch.setattr(background, 'pid_alive', lambda pid: True)
-    monkeypatch.setattr(iperf3, 'is_iperf3_process', lambda pid: True)
-    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: {'stopped': False, 'was_running': True, 'output': ''})
-    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242})
-    assert failed and result['cause'] == 'stop_failed' and 'still running' in result['msg']
+def test_server_stop_without_pid_or_with_bad_wait_exit_does_not_fail(monkeypatch):
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: pytest.fail('nothing to stop'))
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped'})
+    assert not failed and result['stopped'] is True and result['changed'] is False
+    seen = {}
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: seen.update(k) or fake_outcome('exited'))
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242, 'wait_exit': float('inf')})
+    assert not failed and seen['wait_exit'] == 0.0
 
 
 def test_server_stop_check_mode_signals_nothing(monkeypatch):
     monkeypatch.setattr(background, 'pid_alive', lambda pid: True)
-    monkeypatch.setattr(iperf3, 'is_iperf3_process', lambda pid: True)
     monkeypatch.setattr(background, 'stop_server', lambda *a, **k: pytest.fail('stopped in check mode'))
     result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242}, check_mode=True)
     assert not failed and result['changed'] is True
 
 
 def test_server_stop_with_garbage_log_warns_but_stops(monkeypatch):
-    monkeypatch.setattr(background, 'pid_alive', lambda pid: False)
-    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: {'stopped': True, 'was_running': False, 'output': 'garbage\n'})
+    monkeypatch.setattr(background, 'stop_server', lambda *a, **k: fake_outcome('exited', 'garbage\n'))
     result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242, 'log_path': '/tmp/none.log'})
     assert not failed and result['result'] is None and result['stopped'] is True

@@ -28,6 +28,7 @@ def test_size_from_interface_mtu_and_pass(tmp_path):
     assert not failed, result
     assert result['passed'] is True and result['size'] == 8972 and result['mtu'] == 9000 and result['mtu_source'] == 'interface'
     assert result['received'] == 5 and result['rtt_avg_ms'] == 0.063 and result['changed'] is False
+    assert (result['error_class'], result['error_hint'], result['error_side']) == (None, None, None)
 
 
 def test_frag_needed_is_a_result_not_a_crash():
@@ -59,6 +60,7 @@ def test_fail_on_loss_names_host_command_and_reason():
     assert jumbo_ping.hostname() in result['msg']
     assert '/usr/bin/ping -M do -s 8972 -c 5 -W 1 10.213.77.2' in result['msg']
     assert '100% loss' in result['msg'] and result['passed'] is False
+    assert (result['error_class'], result['error_side']) == ('jumbo_failed', 'host') and result['error_hint']
 
 
 def test_interval_deadline_and_ipv6_headers():
@@ -82,7 +84,7 @@ def test_ping_crash_rc_names_host_and_command():
 
 def test_timeout():
     result, failed = run_module(jumbo_ping.main, {'dest': '10.0.0.2', 'mtu': 9000}, calls=[Call(ping_argv(8972, '10.0.0.2'), 124)])
-    assert failed and result['cause'] == 'timeout' and 'timed out' in result['msg']
+    assert failed and (result['error_class'], result['error_side']) == ('timeout', 'ours') and 'timed out' in result['msg']
 
 
 def test_garbage_output_fails_cleanly():
@@ -104,11 +106,11 @@ def test_check_mode_still_measures(tmp_path):
 
 
 @pytest.mark.parametrize('args,words', [
-    ({'dest': '10.0.0.2; reboot', 'mtu': 9000}, 'dest must be an IP address'),
+    ({'dest': '10.0.0.2; reboot', 'mtu': 9000}, 'dest must be a host name or an IP address'),
     ({'dest': '10.0.0.2', 'interface': '../../etc'}, 'interface must be'),
-    ({'dest': '10.0.0.2', 'mtu': 20}, 'mtu must be 68-65535'),
-    ({'dest': '10.0.0.2', 'size': 70000}, 'size must be 0-65507'),
-    ({'dest': '10.0.0.2', 'mtu': 9000, 'count': 0}, 'count must be 1-1000'),
+    ({'dest': '10.0.0.2', 'mtu': 20}, 'mtu must be a number from 68 to 65535'),
+    ({'dest': '10.0.0.2', 'size': 70000}, 'size must be a number from 0 to 65507'),
+    ({'dest': '10.0.0.2', 'mtu': 9000, 'count': 0}, 'count must be a number from 1 to 1000'),
     ({'dest': '10.0.0.2'}, 'one of the following is required'),
 ])
 def test_bad_options_fail_clearly(args, words):

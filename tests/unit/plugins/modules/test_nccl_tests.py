@@ -44,7 +44,7 @@ def test_success_over_ib_and_hostfile_removed(tmpdir_path):
     assert result['hostfile'] == 'gpu-a slots=8\n10.0.0.12 slots=8\n'
     assert result['transport'] == 'IB' and result['gdr'] is True
     assert result['avg_busbw_gbs'] == 45.5775 and result['busbw_at_max_size'] == 46.21
-    assert len(result['rows']) == 4 and result['data_errors'] == [] and result['warnings'] == []
+    assert len(result['rows']) == 4 and result['data_errors'] == [] and result['advice'] == [] and 'warnings' not in result and result['error_class'] is None
     assert result['cmd'].startswith('/usr/bin/mpirun -np 16 --hostfile ')
     assert not os.path.exists(tmpdir_path), 'the temporary hostfile directory must be removed'
 
@@ -54,7 +54,7 @@ def test_socket_fallback_is_returned_with_a_warning(tmpdir_path):
     result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=SOCKET_LOG)])
     assert not failed
     assert result['transport'] == 'Socket' and result['gdr'] is False
-    assert any('NET/Socket' in w and 'NCCL_IB_HCA' in w for w in result['warnings'])
+    assert any('NET/Socket' in w and 'NCCL_IB_HCA' in w for w in result['advice'])
 
 
 def test_check_mode_runs_nothing_and_writes_nothing(tmpdir_path):
@@ -68,6 +68,7 @@ def test_check_mode_runs_nothing_and_writes_nothing(tmpdir_path):
 def test_missing_mpirun_names_the_package(tmpdir_path):
     result, failed = run_module(nccl_tests.main, ARGS, missing=('mpirun',))
     assert failed and 'mpirun' in result['msg'] and 'openmpi-bin' in result['msg'] and hostname() in result['msg']
+    assert (result['error_class'], result['error_side']) == ('tool_missing', 'ours')
     assert not os.path.exists(tmpdir_path)
 
 
@@ -83,6 +84,7 @@ def test_tool_failure_names_host_command_rc_and_nccl_warn(tmpdir_path):
     assert failed
     assert hostname() in result['msg'] and '/usr/bin/mpirun -np 16' in result['msg'] and 'rc=1' in result['msg']
     assert 'NCCL WARN NET/IB : Got completion' in result['msg'] and 'Test NCCL failure' in result['msg']
+    assert result['error_class'] == 'tool_failed' and result['error_side'] == 'unknown'
     assert not os.path.exists(tmpdir_path)
 
 
@@ -90,12 +92,14 @@ def test_timeout(tmpdir_path):
     hostfile = os.path.join(tmpdir_path, 'hostfile')
     result, failed = run_module(nccl_tests.main, dict(ARGS, timeout=60), calls=[Call(argv(hostfile, 60), rc=124)])
     assert failed and 'timed out' in result['msg'] and result['timed_out'] is True
+    assert (result['error_class'], result['error_side']) == ('timeout', 'ours')
 
 
 def test_garbage_output_fails_cleanly(tmpdir_path):
     hostfile = os.path.join(tmpdir_path, 'hostfile')
     result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out='Segmentation fault\n')])
     assert failed and 'could not be parsed' in result['msg'] and hostname() in result['msg']
+    assert (result['error_class'], result['error_side']) == ('parse_error', 'ours')
 
 
 def test_two_independent_jobs_fail(tmpdir_path):
@@ -103,6 +107,7 @@ def test_two_independent_jobs_fail(tmpdir_path):
     out = fixtures.shared('nccl-tests/all_reduce_perf_2node_A100_pcie_nccl2.19.3_header_nccltests182_truncated.txt')
     result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=out)])
     assert failed and 'independent jobs' in result['msg'] and result['multiple_jobs'] is True
+    assert result['error_class'] == 'multiple_jobs'
 
 
 WRONG_LOG = IB_LOG.replace('44.53   44.53      0    24090', '44.53   44.53      7    24090')
@@ -114,7 +119,7 @@ def test_wrong_results_returned_then_failed_on_request(tmpdir_path):
     result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=WRONG_LOG)])
     assert not failed and result['data_errors'] == [{'size_bytes': 1073741824, 'oop_wrong': 7, 'ip_wrong': 0}]
     result, failed = run_module(nccl_tests.main, dict(ARGS, fail_on_wrong=True), calls=[Call(argv(hostfile), out=WRONG_LOG)])
-    assert failed and '#wrong' in result['msg']
+    assert failed and '#wrong' in result['msg'] and (result['error_class'], result['error_side']) == ('wrong_results', 'host')
 
 
 def test_nccl_env_and_options_become_x_flags(tmpdir_path):
@@ -143,8 +148,13 @@ def test_nccl_env_and_options_become_x_flags(tmpdir_path):
     ({'ib_hca': ['mlx5_0;reboot']}, 'ib_hca'),
     ({'min_bytes': '1 G'}, 'min_bytes'),
     ({'mpirun': 'mpirun; id'}, 'mpirun'),
+    ({'binary': '-all_reduce_perf'}, 'binary'),
+    ({'binary': '/opt/--x/all_reduce_perf'}, 'binary'),
+    ({'binary': 'all_reduce_perf\n'}, 'binary'),
+    ({'hosts': ['gpu-a\n']}, 'hosts[0]'),
+    ({'timeout': 10 ** 6}, 'timeout'),
 ])
 def test_bad_input_fails_clearly(tmpdir_path, override, needle):
     result, failed = run_module(nccl_tests.main, dict(ARGS, **override))
     assert failed and needle in result['msg'] and hostname() in result['msg']
-    assert result['_ran'] == []
+    assert result['_ran'] == [] and (result['error_class'], result['error_side']) == ('invalid_options', 'ours')

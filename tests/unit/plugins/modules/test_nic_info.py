@@ -92,7 +92,7 @@ def test_garbage_output_fails_cleanly():
 @pytest.mark.parametrize('name', ['eth0; reboot', '', 'a' * 16, '../etc'])
 def test_bad_netdev_names_are_refused(name):
     result, failed = run_module(nic_info.main, {'netdevs': [name]})
-    assert failed and 'invalid network interface name' in result['msg'] and result['_ran'] == []
+    assert failed and 'must be a network interface name' in result['msg'] and result['_ran'] == []
 
 
 def test_check_mode_still_reads(tmp_path):

@@ -57,7 +57,7 @@ def test_missing_binary_names_tool_and_package():
 def test_garbage_output_fails_cleanly():
     result, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=0, out='%%% garbage %%%\n')])
     assert failed and 'could not be parsed' in result['msg'] and 'Traceback' not in result['msg']
-    assert hostname() in result['msg'] and result['error_class'] == 'unknown_error'
+    assert hostname() in result['msg'] and (result['error_class'], result['error_side']) == ('parse_error', 'ours')
 
 
 def test_garbage_output_with_failing_rc():
@@ -97,11 +97,14 @@ def test_client_check_mode_runs_nothing():
     (dict(CLIENT, port=80), 'port 80'),
     (dict(CLIENT, test='ib_send_lat', report_gbits=True), 'bandwidth tests only'),
     (dict(CLIENT, connection='UD'), 'UD'),
-    ({'test': 'ib_write_bw', 'role': 'server', 'state': 'stopped'}, 'pid and log_path'),
+    (dict(CLIENT, role='server', server=None, ready_timeout=float('inf')), 'ready_timeout must be a finite number'),
+    (dict(CLIENT, timeout=0), 'timeout must be a finite number'),
+    (dict(CLIENT, device='-mlx5_0'), 'device must be an RDMA device name'),
 ])
 def test_bad_parameters_fail_clearly(args, needle):
     result, failed = run_module(perftest.main, args)
     assert failed and needle in result['msg'] and hostname() in result['msg'] and result['_ran'] == []
+    assert (result['error_class'], result['error_side']) == ('invalid_options', 'ours')
 
 
 # --- server side: a real detached stand-in for ib_send_bw ------------------------------------------
@@ -197,20 +200,22 @@ def test_server_one_test_start_and_stop(tmp_path, monkeypatch):
     try:
         assert not failed, started
         assert started['changed'] is True and started['port'] == port and started['_ran'] == []
+        assert started['timeout'] == 3600 and started['deadline_at'] > time.time() + 3500 and started['error_class'] is None
         assert started['cmd'] == '%s/ib_send_bw -p %d -F --standin=one-test' % (tmp_path, port)
         assert background.pid_alive(started['pid']) and port in background.listening_ports()
         client = socket.create_connection(('127.0.0.1', port), timeout=5)
         client.close()
         stopped, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped',
-                                                     'pid': started['pid'], 'log_path': started['log_path'], 'wait_exit': 10})
+                                                     'pid': started['pid'], 'start_time': started['start_time'],
+                                                     'exe': started['exe'], 'log_path': started['log_path'], 'wait_exit': 10})
         assert not failed, stopped
         assert stopped['stopped'] is True and stopped['leftover'] is False
         parsed = stopped['perftest']
         assert parsed['side'] == 'server' and parsed['error_class'] is None
         assert parsed['results'][0]['bw_avg'] == 46557.03 and parsed['results'][0]['bw_peak'] is None
     finally:
-        background.stop_group(started['pid'])
-    assert background._group_members(started['pid']) == [] and ours_running(tmp_path) == []
+        background.stop_group(started['pid'], started['start_time'])
+    assert background.group_members(started['pid']) == [] and ours_running(tmp_path) == []
 
 
 def test_rdma_cm_server_is_ready_on_its_banner_and_stops_clean(tmp_path, monkeypatch):
@@ -223,10 +228,11 @@ def test_rdma_cm_server_is_ready_on_its_banner_and_stops_clean(tmp_path, monkeyp
         assert not failed, started
         assert '-R' in started['argv'] and port not in background.listening_ports()
         stopped, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped',
-                                                     'pid': started['pid'], 'log_path': started['log_path']})
+                                                     'pid': started['pid'], 'start_time': started['start_time'],
+                                                     'exe': started['exe'], 'log_path': started['log_path']})
         assert not failed and stopped['leftover'] is False
     finally:
-        background.stop_group(started['pid'])
+        background.stop_group(started['pid'], started['start_time'])
     assert ours_running(tmp_path) == []
 
 
@@ -241,13 +247,14 @@ def test_server_that_hangs_is_killed_with_its_children(tmp_path, monkeypatch):
             time.sleep(0.05)
         assert len(ours_running(tmp_path)) >= 2
         stopped, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped',
-                                                     'pid': started['pid'], 'log_path': started['log_path'], 'wait_exit': 0})
+                                                     'pid': started['pid'], 'start_time': started['start_time'],
+                                                     'exe': started['exe'], 'log_path': started['log_path'], 'wait_exit': 0})
         assert not failed, stopped
         assert stopped['was_running'] is True and stopped['changed'] is True and stopped['leftover'] is False
         assert stopped['perftest']['waiting_for_client'] is True and stopped['perftest']['results'] == []
     finally:
-        background.stop_group(started['pid'])
-    assert background._group_members(started['pid']) == [] and ours_running(tmp_path) == []
+        background.stop_group(started['pid'], started['start_time'])
+    assert background.group_members(started['pid']) == [] and ours_running(tmp_path) == []
     assert port not in background.listening_ports()
 
 
@@ -282,16 +289,26 @@ def test_server_check_mode_starts_nothing(tmp_path):
     assert list(tmp_path.glob('perftest-*.log')) == []
 
 
-def test_stop_refuses_a_pid_that_is_not_the_server(tmp_path):
+def test_stop_of_a_pid_that_is_someone_else_now_signals_nothing_and_does_not_fail(tmp_path):
+    # pid reuse: our own pid stands for "a live process with another start time".
     result, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'pid': os.getpid(),
-                                                'log_path': str(tmp_path / 'x.log')})
-    assert failed and 'not a ib_send_bw server' in result['msg']
+                                                'start_time': 1, 'wait_exit': 0})
+    assert not failed, result
+    assert result['server_state'] == 'pid_reused' and result['stopped'] is True and result['changed'] is False
 
 
-def test_stop_after_the_server_exited_by_itself(tmp_path):
-    log = tmp_path / 'srv.log'
-    log.write_text(SERVER_TABLE)
-    result, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'pid': 2 ** 22 + 4321,
-                                                'log_path': str(log), 'wait_exit': 0})
+def test_stop_after_the_server_exited_by_itself(tmp_path, monkeypatch):
+    make_stand_in(tmp_path)
+    port = free_port()
+    started, failed = run_module(perftest.main, server_args(tmp_path, port, 'one-test'), bin_dir=str(tmp_path))
+    assert not failed, started
+    socket.create_connection(('127.0.0.1', port), timeout=5).close()
+    deadline = time.time() + 10
+    while background.pid_alive(started['pid']) and time.time() < deadline:
+        time.sleep(0.05)
+    result, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'pid': started['pid'],
+                                                'log_path': started['log_path'], 'wait_exit': 0})
     assert not failed and result['was_running'] is False and result['changed'] is False and result['leftover'] is False
+    assert result['server_state'] == 'exited'
     assert result['perftest']['results'][0]['bytes'] == 65536
+    assert not os.path.exists(os.path.dirname(started['log_path']))

@@ -6,7 +6,8 @@ from tests.unit import fixtures
 from tests.unit.plugins.modules.utils import Call, run_module
 from tests.unit.plugins.module_utils.test_rdma import SYSFS_PROCFS, gpud_tree, make_roce_device
 
-IP = ['/usr/bin/ip', '-4', '-o', 'addr', 'show']
+# ip runs under the module's timeout (30 s by default), like every other tool.
+IP = ['/usr/bin/timeout', '--kill-after=5', '30', '/usr/bin/ip', '-4', '-o', 'addr', 'show']
 IBSTAT = ['/usr/bin/timeout', '--kill-after=5', '30', '/usr/bin/ibstat']
 
 
@@ -137,7 +138,7 @@ def test_garbage_ibstat_output_fails_cleanly(tmp_path):
 
 def test_bad_input_is_rejected(tmp_path):
     result, failed = run_module(rdma_info.main, {'sysfs_root': str(tmp_path), 'devices': ['mlx5_0; reboot']})
-    assert failed and 'invalid RDMA device name' in result['msg'] and result['_ran'] == []
+    assert failed and 'must be an RDMA device name' in result['msg'] and result['_ran'] == []
     result, failed = run_module(rdma_info.main, {'sysfs_root': str(tmp_path / 'nope')})
     assert failed and 'does not exist' in result['msg'] and os.uname()[1] in result['msg']
     result, failed = run_module(rdma_info.main, {'sysfs_root': str(tmp_path), 'timeout': 0})

@@ -39,7 +39,7 @@ def test_writes_summary_letters_junit_and_latest(tmp_path):
 def test_bad_bucket_is_refused(tmp_path):
     bad = {'node01': {'bucket': 'maybe'}}
     result, failed = run_module(validation_report.main, {'root': str(tmp_path), 'timestamp': '20261130T010000Z', 'nodes': bad})
-    assert failed and 'bucket A, B or C' in result['msg']
+    assert failed and 'bucket must be A, B or C' in result['msg']
 
 
 def test_check_mode_writes_nothing(tmp_path):

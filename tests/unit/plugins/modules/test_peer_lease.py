@@ -1,0 +1,47 @@
+"""peer_lease: one node per known-good peer, a work queue over the peers, and the one failure shape."""
+import os
+
+from ansible_collections.gpufleet.netval.plugins.modules import peer_lease
+from tests.unit.plugins.modules.utils import run_module
+
+RUN = '20261201T000000Z'
+
+
+def args(tmp_path, node, **extra):
+    base = {'peers': ['peer01', 'peer02'], 'node': node, 'run': RUN, 'lease_dir': str(tmp_path / 'leases'), 'wait': 1}
+    base.update(extra)
+    return base
+
+
+def test_each_node_gets_the_next_free_peer_and_a_third_waits_then_fails_on_our_side(tmp_path):
+    first, failed = run_module(peer_lease.main, args(tmp_path, 'node01'))
+    assert not failed and first['peer'] == 'peer01' and first['changed'] and first['error_class'] is None
+    second, failed = run_module(peer_lease.main, args(tmp_path, 'node02'))
+    assert not failed and second['peer'] == 'peer02'
+    third, failed = run_module(peer_lease.main, args(tmp_path, 'node03'))
+    assert failed and third['error_class'] == 'peer_busy' and third['error_side'] == 'ours' and third['waited_s'] >= 1
+    assert 'peer01, peer02' in third['msg'] and 'node03' in third['msg']
+    released, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='released', peers=['peer01']))
+    assert not failed and released['released'] and released['changed']
+    again, failed = run_module(peer_lease.main, args(tmp_path, 'node03'))
+    assert not failed and again['peer'] == 'peer01'
+
+
+def test_releasing_a_lease_another_node_holds_changes_nothing(tmp_path):
+    run_module(peer_lease.main, args(tmp_path, 'node01'))
+    result, failed = run_module(peer_lease.main, args(tmp_path, 'node02', state='released', peers=['peer01']))
+    assert not failed and not result['released'] and not result['changed']
+    assert os.path.exists(str(tmp_path / 'leases' / 'peer01.lease'))
+
+
+def test_check_mode_takes_nothing(tmp_path):
+    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01'), check_mode=True)
+    assert not failed and result['peer'] == 'peer01' and not result['changed']
+    assert not os.path.exists(str(tmp_path / 'leases'))
+
+
+def test_bad_options_fail_before_any_lease_is_touched(tmp_path):
+    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', lease_dir='leases', ttl=0))
+    assert failed and result['error_class'] == 'invalid_options' and 'lease_dir' in result['msg'] and 'ttl' in result['msg']
+    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', peers=[]))
+    assert failed and 'peers must name at least one peer' in result['msg']
