@@ -104,25 +104,37 @@ class Ledger(object):
             fcntl.flock(handle, fcntl.LOCK_EX)
             handle.seek(0)
             try:
-                sessions = json.loads(handle.read() or '[]')
+                book = json.loads(handle.read() or '{}')
             except ValueError:
-                sessions = []
+                book = {}
+            if isinstance(book, list):  # a ledger written before counters were kept
+                book = {'sessions': book}
+            sessions = book.get('sessions') or []
             now = time.time()
-            sessions = [s for s in sessions if (now - s['end'] < LEDGER_KEEP_S if s.get('end') is not None
-                                                else now - s['start'] < LEDGER_STALE_S)]
-            result = change(sessions, now)
+            keep = []
+            retired = float(book.get('retired_bytes') or 0)
+            for entry in sessions:
+                done = now - entry['end'] >= LEDGER_KEEP_S if entry.get('end') is not None else now - entry['start'] >= LEDGER_STALE_S
+                if done:
+                    retired += _carried(entry, now)
+                else:
+                    keep.append(entry)
+            result = change(keep, now)
             handle.seek(0)
             handle.truncate()
-            handle.write(json.dumps(sessions))
+            handle.write(json.dumps({'sessions': keep, 'retired_bytes': retired}))
             return result
 
-    def open(self, label, session=None):
-        """Enter a session; both ends of one session pass the same id, so a loop back on one HCA counts once."""
+    def open(self, label, session=None, capacity=None):
+        """Enter a session; both ends of one session pass the same id, so a loop back on one HCA counts once.
+
+        ``capacity`` (bytes per second) is what the session moves at most: the NIC counters grow by it.
+        """
         self.session = session or uuid.uuid4().hex
 
         def add(sessions, now):
             if not any(entry['id'] == self.session for entry in sessions):
-                sessions.append({'id': self.session, 'label': label, 'start': now, 'end': None, 'ends': 0})
+                sessions.append({'id': self.session, 'label': label, 'start': now, 'end': None, 'ends': 0, 'capacity': capacity})
             for entry in sessions:
                 if entry['id'] == self.session:
                     entry['ends'] = entry.get('ends', 0) + 1
@@ -145,6 +157,26 @@ class Ledger(object):
                     start = entry['start']
             return sum(1 for s in sessions if s['start'] <= now and (s['end'] if s['end'] is not None else now) >= start)
         return max(1, self._update(finish))
+
+
+def _carried(entry, now):
+    """Bytes a session has moved so far (its capacity over its time; shared sessions split the HCA, which this ignores)."""
+    end = entry['end'] if entry.get('end') is not None else now
+    return float(entry.get('capacity') or 0) * max(0.0, end - entry['start'])
+
+
+def carried_bytes(node_dir, device):
+    """Bytes the sessions of ``device`` have moved, ever: what its NIC byte counters add to their idle growth."""
+    path = os.path.join(node_dir, 'ledger', '%s.json' % device)
+    try:
+        with open(path, encoding='utf-8') as handle:
+            book = json.load(handle)
+    except (OSError, ValueError):
+        return 0.0
+    now = time.time()
+    if isinstance(book, list):
+        book = {'sessions': book}
+    return float(book.get('retired_bytes') or 0) + sum(_carried(entry, now) for entry in book.get('sessions') or [])
 
 
 def session_bytes(shares):

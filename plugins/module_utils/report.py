@@ -269,9 +269,9 @@ def node_markdown(node):
 
 
 def summary_table(nodes):
-    """Fixed-width text table of the run: node, peer, tier, bucket, counts, first cause."""
+    """Fixed-width text table of the run: node, peer, tier, bucket, counts (unknown: not measured, with a reason), first cause."""
     check_nodes(nodes)
-    header = ('node', 'peer', 'tier', 'bucket', 'healthy', 'marginal', 'reject', 'likely cause')
+    header = ('node', 'peer', 'tier', 'bucket', 'healthy', 'marginal', 'reject', 'unknown', 'likely cause')
     rows = []
     for name in sorted(nodes):
         node = nodes[name]
@@ -281,7 +281,8 @@ def summary_table(nodes):
         if causes:
             first = causes[0]['cause'] if isinstance(causes[0], dict) else str(causes[0])
         rows.append((name, str(node.get('peer') or '-'), str(node.get('tier') or '-'), str(node.get('bucket')),
-                     str(counts.get('healthy', 0)), str(counts.get('marginal', 0)), str(counts.get('reject', 0)), first or '-'))
+                     str(counts.get('healthy', 0)), str(counts.get('marginal', 0)), str(counts.get('reject', 0)),
+                     str(counts.get('unknown', 0)), first or '-'))
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     out = ['  '.join(h.ljust(widths[i]) for i, h in enumerate(header)).rstrip(),
            '  '.join('-' * w for w in widths)]

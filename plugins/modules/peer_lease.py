@@ -122,6 +122,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils import lease, vali
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
 
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(

@@ -26,20 +26,20 @@ def test_process_start_time_reads_field_22_after_the_command_name(tmp_path):
 
 def test_a_peer_is_leased_to_one_node_at_a_time_and_the_next_free_peer_is_taken(tmp_path):
     folder = str(tmp_path / 'leases')
-    first, _ = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
-    second, _ = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node02', 'run': RUN}, ttl=600, wait=0)
+    first, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
+    second, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node02', 'run': RUN}, ttl=600, wait=0)
     third, waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0)
     assert (first['peer'], second['peer'], third) == ('peer01', 'peer02', None) and waited >= 0
     assert not lease.release(folder, 'peer01', {'node': 'node02', 'run': RUN})  # not its lease
     assert lease.release(folder, 'peer01', {'node': 'node01', 'run': RUN})
-    again, _ = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0)
+    again, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0)
     assert again['peer'] == 'peer01' and again['node'] == 'node03'
 
 
 def test_the_same_holder_gets_its_own_lease_back(tmp_path):
     folder = str(tmp_path)
-    one, _ = lease.acquire(folder, ['peer01'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
-    two, _ = lease.acquire(folder, ['peer01'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
+    one, _waited = lease.acquire(folder, ['peer01'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
+    two, _waited = lease.acquire(folder, ['peer01'], {'node': 'node01', 'run': RUN}, ttl=600, wait=0)
     assert one == two
 
 
@@ -73,7 +73,7 @@ def test_a_bad_peer_name_is_refused_before_any_file_is_touched(tmp_path):
 
 def _take(args):
     folder, node = args
-    got, _ = lease.acquire(folder, ['peer01'], {'node': node, 'run': RUN}, ttl=600, wait=0)
+    got, _waited = lease.acquire(folder, ['peer01'], {'node': node, 'run': RUN}, ttl=600, wait=0)
     return got['node'] if got else None
 
 

@@ -150,8 +150,8 @@ def test_the_node_receives_by_default_and_the_reverse_is_an_option():
     assert (first['server']['on'], first['client']['on'], first['client']['connect_to']) == ('node', 'peer', 'node')
     gdr = made['runs']['gdr'][0]
     assert (gdr['server']['on'], gdr['server']['use_cuda'], gdr['client']['use_cuda']) == ('node', 0, None)
-    both = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=dict(TIERS['400G']['tests']['ib_send_bw'],
-                                                                                   directions=['send', 'receive'])))
+    send_too = dict(TIERS['400G']['tests']['ib_send_bw'], directions=['send', 'receive'])
+    both = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=send_too))
     made = plan.tier_test_plan(both, live_ports(2), live_ports(2), [], {'peer_address': '10.0.0.2', 'node_address': '10.0.0.1'})
     runs = made['runs']['ib_send_bw']
     assert [(r['id'], r['server']['on'], r['client']['connect_to']) for r in runs] == [

@@ -128,3 +128,12 @@ def test_evidence_plan_adds_mlxlink_only_for_bad_nics():
     assert plan['paths'] == ['/run/lab/proc/cmdline', '/etc/os-release']
     assert plan['files']['tests/ib_send_bw_gbs_mlx5_0.txt'].startswith('$ ib_send_bw -d mlx5_0')
     assert os.path.basename('x') == 'x'
+
+
+def test_summary_table_counts_what_could_not_be_measured():
+    nodes = {'node01': {'node': 'node01', 'bucket': 'B', 'peer': 'peer01', 'tier': '400G', 'tests': [], 'findings': [],
+                        'counts': {'healthy': 70, 'marginal': 0, 'reject': 0, 'unknown': 3},
+                        'causes': [{'cause': 'measurement_incomplete', 'detail': 'dcgmi is not installed', 'subjects': []}]}}
+    header, _rule, row = report.summary_table(nodes).splitlines()
+    assert header.split()[4:8] == ['healthy', 'marginal', 'reject', 'unknown']
+    assert row.split()[4:9] == ['70', '0', '0', '3', 'measurement_incomplete']
