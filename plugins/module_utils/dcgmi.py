@@ -16,7 +16,8 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'dcgmi'
 
@@ -341,6 +342,7 @@ def _apply_status(test, value):
         test['status'] = _worst([test['status'], status]) or test['status']
 
 
+@tool_parser(TOOL)
 def parse_dcgmi_diag(text):
     """``dcgmi diag`` output (``-j`` JSON of DCGM 3.x/4.x, or the text table) -> per-test and per-GPU verdicts.
 
@@ -350,7 +352,6 @@ def parse_dcgmi_diag(text):
     ``overall`` is None (unknown) when there are no results, when a table is cut (unless a Fail was already seen)
     or when DCGM reported a runtime error.
     """
-    text = require_text(TOOL, text)
     if '\x00' in text:
         raise ParseError(TOOL, 'contains NUL bytes; expected dcgmi text or JSON')
     stripped = text.strip()

@@ -12,13 +12,15 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 _SIZE_UNITS = {'b': 1, 'kb': 1024, 'k': 1024, 'mb': 1024 ** 2, 'm': 1024 ** 2,
                'gb': 1024 ** 3, 'g': 1024 ** 3, 'tb': 1024 ** 4, 't': 1024 ** 4}
 
 
+@tool_parser('cmdline')
 def parse_cmdline(text):
     """/proc/cmdline -> {tokens: [...], params: {key: value or True}, init_args: [...]}.
 
@@ -26,7 +28,6 @@ def parse_cmdline(text):
     returned separately as ``init_args``.  A repeated key (``hugepagesz=2M hugepagesz=1G``) keeps every value in
     ``params_all``; ``params`` holds the last one, which is what the kernel uses.
     """
-    text = require_text('cmdline', text)
     if '\x00' in text:
         raise ParseError('cmdline', 'contains NUL bytes; expected /proc/cmdline text')
     stripped = text.strip()
@@ -50,9 +51,9 @@ def parse_cmdline(text):
     return {'tokens': tokens, 'params': params, 'params_all': params_all, 'init_args': init_args}
 
 
+@tool_parser('meminfo')
 def parse_meminfo(text):
     """/proc/meminfo -> {fields: {name: int}, hugepages: {...}} (sizes in bytes, counts as counts)."""
-    text = require_text('meminfo', text)
     fields = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -74,9 +75,9 @@ def parse_meminfo(text):
     return {'fields': fields, 'hugepages': hugepages}
 
 
+@tool_parser('proc_modules')
 def parse_proc_modules(text):
     """/proc/modules -> {modules: {name: {size, refcount, used_by: [...], state}}}."""
-    text = require_text('proc_modules', text)
     modules = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -96,9 +97,9 @@ def parse_proc_modules(text):
     return {'modules': modules}
 
 
+@tool_parser('lsmod')
 def parse_lsmod(text):
     """``lsmod`` output -> {modules: {name: {size, refcount, used_by: [...]}}}."""
-    text = require_text('lsmod', text)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return {'modules': {}}
@@ -114,12 +115,12 @@ def parse_lsmod(text):
     return {'modules': modules}
 
 
+@tool_parser('limits')
 def parse_limits(text):
     """/proc/<pid>/limits -> {limits: {name: {soft, hard, units}}, memlock_bytes: {soft, hard}}.
 
     ``unlimited`` is returned as the string 'unlimited'; numbers as int.
     """
-    text = require_text('limits', text)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or not lines[0].startswith('Limit'):
         raise ParseError('limits', 'missing the "Limit Soft Limit Hard Limit Units" header',
@@ -140,9 +141,10 @@ def parse_limits(text):
     }
 
 
+@tool_parser('ulimit')
 def parse_ulimit_l(text):
     """``ulimit -l`` (KiB or 'unlimited') -> {memlock_kib: int or 'unlimited'}."""
-    text = require_text('ulimit', text).strip()
+    text = text.strip()
     if text == 'unlimited':
         return {'memlock_kib': 'unlimited'}
     if not re.match(r'^[0-9]+$', text):
@@ -150,9 +152,10 @@ def parse_ulimit_l(text):
     return {'memlock_kib': int(text)}
 
 
+@tool_parser('cpulist')
 def parse_cpulist(text):
     """A kernel CPU list such as ``0-3,8,10-11`` -> {cpus: [0, 1, 2, 3, 8, 10, 11]}."""
-    text = require_text('cpulist', text).strip()
+    text = text.strip()
     cpus = set()
     if not text:
         return {'cpus': []}

@@ -19,7 +19,8 @@ import json
 import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'iperf3'
 
@@ -96,6 +97,7 @@ def _min_interval(intervals):
     return min(full) if full else None
 
 
+@tool_parser(TOOL)
 def parse_iperf3(text):
     """iperf3 output (``-J`` JSON or text, client or server side) -> dict of results.
 
@@ -104,7 +106,6 @@ def parse_iperf3(text):
     min_interval_bps, duration_s, cpu, reverse, role, error, and for text the
     printed figures (sent_printed, received_printed).  Unknown values are None.
     """
-    text = require_text(TOOL, text)
     stripped = text.strip()
     try:
         if stripped.startswith('{'):

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 _BDF = r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 
@@ -88,6 +88,7 @@ def _split(line):
     return None, line.strip()
 
 
+@tool_parser('kernel log')
 def parse_kernel_log(text):
     """Kernel log text -> {xid, sxid, fallen_off_bus, thermal, link_events, aer, pcie_link_changes, line_count}.
 
@@ -96,7 +97,6 @@ def parse_kernel_log(text):
     log gives empty lists - a caller that could not read the log at all
     must report that as unknown, not as zero events.
     """
-    text = require_text('kernel log', text)
     result = {'xid': [], 'sxid': [], 'fallen_off_bus': [], 'thermal': [], 'link_events': [], 'aer': [],
               'pcie_link_changes': [], 'line_count': 0}
     pending_fallen = None

@@ -14,7 +14,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 _ANSI_RE = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
 _PROMPT_RE = re.compile(r'^\S*[@:~]\S*[#$]\s')
@@ -66,6 +67,7 @@ _DEVICE_FIELDS = {
 }
 
 
+@tool_parser('mlxconfig')
 def parse_mlxconfig(text):
     """``mlxconfig -d X q`` / ``mstconfig -d X q`` -> {device, device_type, description, parameters, ...}.
 
@@ -77,7 +79,6 @@ def parse_mlxconfig(text):
     ``*`` of modified parameters is stripped and the names are listed in
     ``modified``.  ``truncated`` is True when the output holds an ``...`` elision.
     """
-    text = require_text('mlxconfig', text)
     result = {'device': None, 'device_type': None, 'name': None, 'description': None,
               'columns': None, 'parameters': {}, 'parameters_default': None, 'parameters_next_boot': None,
               'pending_changes': None, 'modified': [], 'truncated': False}
@@ -187,6 +188,7 @@ def cqe_compression(parameters):
 
 # --- flint / mstflint -----------------------------------------------------------
 
+@tool_parser('flint')
 def parse_flint(text):
     """``flint -d X q`` / ``mstflint -d X q`` -> {fw_version, psid, image_type, fw_release_date, ...}.
 
@@ -196,7 +198,6 @@ def parse_flint(text):
     is absent).  ``fw_version_running`` is set when a newly burnt image is
     not running yet, and ``reset_pending`` tells whether they differ.
     """
-    text = require_text('flint', text)
     fields = {}
     rom_lines = []
     last_key = None
@@ -312,6 +313,7 @@ def _int_list(value):
     return [int(part) for part in parts]
 
 
+@tool_parser('mlxlink')
 def parse_mlxlink(text):
     """``mlxlink -d X [-c] [-e] [-m]`` / ``mstlink`` -> {sections, operational, troubleshooting, module, counters, ...}.
 
@@ -320,7 +322,6 @@ def parse_mlxlink(text):
     (``15E-255`` -> 1.5e-254), error counters as ints and raw errors per lane
     as a list; fields mlxlink did not print are None.
     """
-    text = require_text('mlxlink', text)
     text = _strip_ansi(text)
     lines = text.splitlines()
     sections = {}

@@ -16,7 +16,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'nccl-tests'
 
@@ -161,6 +162,8 @@ def _strip_prefix(line):
     return _PREFIX.sub('', line, count=1)
 
 
+# A root of -1 is how nccl-tests prints "no root" for collectives that have none.
+@tool_parser(TOOL, signed=('root',), keep_command=True)
 def parse_nccl_tests(text):
     """nccl-tests ``*_perf`` output -> rows, bus bandwidth, transport (IB/Socket), GDR, ranks and errors.
 
@@ -171,7 +174,6 @@ def parse_nccl_tests(text):
     ``avg_busbw_gbs`` and ``out_of_bounds`` are None: each job is under ``jobs`` and rows are attributed to the job
     header printed last before them (best effort: independent jobs interleave).
     """
-    text = require_text(TOOL, text)
     if '\x00' in text:
         raise ParseError(TOOL, 'contains NUL bytes; expected nccl-tests text output')
     jobs = []

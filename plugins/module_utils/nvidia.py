@@ -15,7 +15,8 @@ __metaclass__ = type
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 _UNKNOWN = ('', 'n/a', '[n/a]', 'not supported', '[not supported]', 'unknown error', '[unknown error]',
             'requested functionality has been deprecated', '[requested functionality has been deprecated]')
@@ -211,6 +212,7 @@ def _xml_gpu(index, gpu):
     return record
 
 
+@tool_parser('nvidia-smi -q -x')
 def parse_nvidia_smi_xml(text):
     """``nvidia-smi -q -x`` -> {driver_version, cuda_version, gpu_count, gpus: [...], gpu_count_mismatch}.
 
@@ -219,7 +221,7 @@ def parse_nvidia_smi_xml(text):
     up as ``gpu_count_mismatch``.
     """
     tool = 'nvidia-smi -q -x'
-    text = require_text(tool, text).strip()
+    text = text.strip()
     if not text.startswith('<'):
         raise ParseError(tool, 'not XML (expected <nvidia_smi_log>)', text.splitlines()[0] if text else None)
     if '<!ENTITY' in text:
@@ -351,10 +353,10 @@ def _text_gpu(index, raw_bus, tree):
     return record
 
 
+@tool_parser('nvidia-smi -q')
 def parse_nvidia_smi_q(text):
     """Plain ``nvidia-smi -q`` (also ``-q -d ECC``/``PAGE_RETIRED``) -> the same shape as parse_nvidia_smi_xml."""
     tool = 'nvidia-smi -q'
-    text = require_text(tool, text)
     header, blocks = _text_tree(text)
     if 'Driver Version' not in header and 'Attached GPUs' not in header and not blocks:
         first = text.strip().splitlines()[0] if text.strip() else None
@@ -371,9 +373,9 @@ def parse_nvidia_smi_q(text):
     }
 
 
+@tool_parser('nvidia-smi')
 def parse_nvidia_smi(text):
     """Either form of the query: XML (``-q -x``) when the text starts with '<', else the text form (``-q``)."""
-    text = require_text('nvidia-smi', text)
     if text.lstrip().startswith('<'):
         return parse_nvidia_smi_xml(text)
     return parse_nvidia_smi_q(text)
@@ -381,6 +383,7 @@ def parse_nvidia_smi(text):
 
 # --------------------------------------------------------------------------- default table
 
+@tool_parser('nvidia-smi')
 def parse_nvidia_smi_table(text):
     """The default ``nvidia-smi`` table -> {driver_version, cuda_version, gpu_count, gpus: [{index, name, bus_id, ...}]}.
 
@@ -388,7 +391,6 @@ def parse_nvidia_smi_table(text):
     Long product names are cut by nvidia-smi itself ('NVIDIA RTX 6000 Ada Gene...').
     """
     tool = 'nvidia-smi'
-    text = require_text(tool, text)
     head = re.search(r'NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?', text)
     if not head:
         first = text.strip().splitlines()[0] if text.strip() else None
@@ -432,6 +434,7 @@ def _affinity_value(raw, integer):
     return int(value) if value.isdecimal() else value
 
 
+@tool_parser('nvidia-smi topo -m')
 def parse_nvidia_smi_topo(text):
     """``nvidia-smi topo -m`` -> {devices, matrix, affinity, nic_legend}.
 
@@ -443,7 +446,7 @@ def parse_nvidia_smi_topo(text):
     only the columns it has.
     """
     tool = 'nvidia-smi topo -m'
-    text = _ANSI_RE.sub('', require_text(tool, text)).expandtabs(8)
+    text = _ANSI_RE.sub('', text).expandtabs(8)
     lines = text.splitlines()
     header_at = None
     for number, line in enumerate(lines):

@@ -22,7 +22,8 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 # The PCIe generations' transfer rates, GT/s.
@@ -208,6 +209,7 @@ def _finish(device):
     return device
 
 
+@tool_parser('lspci')
 def parse_lspci(text):
     """``lspci -vvv`` [-s BDF] [-D] [-nn] output -> {devices: [{bdf, description, lnkcap_*, lnksta_*, downgraded, ...}]}.
 
@@ -219,7 +221,6 @@ def parse_lspci(text):
     line (LnkCap/LnkSta lines from a grep) is one device with ``bdf: None``.
     Empty text (``lspci -s`` of an absent device) gives no devices.
     """
-    text = require_text('lspci', text)
     if '\x00' in text:
         raise ParseError('lspci', 'contains NUL bytes; expected lspci -vvv text')
     devices = []

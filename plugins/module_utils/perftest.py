@@ -18,7 +18,8 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'perftest'
 
@@ -218,6 +219,7 @@ def _side(section):
     return None
 
 
+@tool_parser(TOOL, keep_command=True)
 def parse_perftest(text):
     """Output of one perftest run (stdout and stderr, client or server) -> dict.
 
@@ -229,7 +231,6 @@ def parse_perftest(text):
     Missing numbers are None.  Raises ParseError when the text holds neither a
     perftest header or table nor a recognised perftest error.
     """
-    text = require_text(TOOL, text)
     if '\x00' in text:
         raise ParseError(TOOL, 'contains NUL bytes; expected perftest text output')
     lines = [re.sub(r'^>\s?', '', line.rstrip('\r')) for line in text.splitlines()]

@@ -20,7 +20,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'ping'
 
@@ -53,6 +54,7 @@ def _float(text):
     return float(text) if text is not None else None
 
 
+@tool_parser(TOOL)
 def parse_ping(text):
     """iputils ``ping`` output -> dict.
 
@@ -63,7 +65,6 @@ def parse_ping(text):
     true for an explicit unreachable message, or for 100% loss that is not
     explained by fragmentation.
     """
-    text = require_text(TOOL, text)
     try:
         return _parse(text)
     except ParseError:

@@ -17,7 +17,8 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 # Kernel sysfs "state" (enum ib_port_state) and "phys_state" (IB PortPhysicalState) codes.
@@ -158,6 +159,7 @@ _IBSTAT_PORT_KEYS = {'state': 'state', 'physical state': 'physical_state', 'rate
                      'port guid': 'port_guid', 'link layer': 'link_layer'}
 
 
+@tool_parser('ibstat')
 def parse_ibstat(text):
     """``ibstat`` (infiniband-diags) -> {devices: {NAME: {ca_type, number_of_ports, firmware_version,
     hardware_version, node_guid, system_image_guid, ports: {N: {state, physical_state, rate_gbps, base_lid,
@@ -170,7 +172,6 @@ def parse_ibstat(text):
     truncated output is None and a CA whose ports were cut off has ``ports: {}``.  No output (no devices) is
     ``{devices: {}}``; text without any CA block raises ParseError.
     """
-    text = require_text('ibstat', text)
     devices = {}
     device = port = None
     for line in _ANSI.sub('', text).splitlines():
@@ -216,6 +217,7 @@ def parse_ibstat(text):
 _IBSTATUS_HEADER = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:\s*$")
 
 
+@tool_parser('ibstatus')
 def parse_ibstatus(text):
     """``ibstatus`` (the infiniband-diags script) -> {devices: {NAME: {ports: {N: {default_gid, base_lid,
     sm_lid, state, state_code, phys_state, phys_state_code, rate_gbps, rate_text, width, speed, link_layer,
@@ -226,7 +228,6 @@ def parse_ibstatus(text):
     ibstatus prints 'unknown' for a file it cannot read: that is None here.  Text before the first
     "Infiniband device" block is ignored; text without any block raises ParseError.
     """
-    text = require_text('ibstatus', text)
     devices = {}
     port = None
     for line in _ANSI.sub('', text).splitlines():
@@ -285,6 +286,7 @@ def _devinfo_port(device, number):
         'active_width': None, 'active_speed': None, 'gids': [], 'fields': {}})
 
 
+@tool_parser('ibv_devinfo')
 def parse_ibv_devinfo(text):
     """``ibv_devinfo`` or ``ibv_devinfo -v`` -> {devices: {HCA_ID: {transport, transport_code, fw_ver,
     node_guid, sys_image_guid, vendor_id, vendor_part_id, hw_ver, board_id, phys_port_cnt, fields,
@@ -295,7 +297,6 @@ def parse_ibv_devinfo(text):
     printed on their own lines by -v are skipped.  ``gids`` (-v only) are {index, gid, type}.
     'No IB devices found' or no output is ``{devices: {}}``; text without any hca_id raises ParseError.
     """
-    text = require_text('ibv_devinfo', text)
     devices = {}
     device = port = None
     for line in _ANSI.sub('', text).splitlines():
@@ -355,6 +356,7 @@ _SHOW_GIDS_GID = re.compile(r'^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$')
 _IPV4 = re.compile(r'^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$')
 
 
+@tool_parser('show_gids')
 def parse_show_gids(text):
     """``show_gids`` (NVIDIA MLNX_OFED / DOCA script) -> {gids: [{device, port, index, gid, ipv4, roce_version,
     netdev}], roce_v2_ipv4: {DEVICE: {port, index, ipv4, netdev}}, n_gids_found, complete}.
@@ -364,7 +366,6 @@ def parse_show_gids(text):
     the GID index to give perftest (-x) and NCCL (NCCL_IB_GID_INDEX).  ``complete`` is False when the
     ``n_gids_found=`` trailer is missing (truncated output) or disagrees with the rows.
     """
-    text = require_text('show_gids', text)
     gids = []
     seen_header = False
     n_gids_found = None
@@ -414,13 +415,13 @@ def pick_roce_v2_ipv4(gids):
 _IP_ADDR = re.compile(r'^(\d+):\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+([0-9a-fA-F.:]+)/(\d+)(.*)$')
 
 
+@tool_parser('ip')
 def parse_ip_addr(text):
     """``ip -o addr show`` (one line per address; ``-4`` for IPv4 only) -> {addresses: [{ifindex, ifname,
     family, address, prefixlen, scope, secondary, label}], ipv4_by_netdev: {IFNAME: [address, ...]}}.
 
     Other ``ip`` output (without ``-o``) raises ParseError.
     """
-    text = require_text('ip', text)
     addresses = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
