@@ -25,7 +25,7 @@ _STATUS = {'pass': 'pass', 'passed': 'pass', 'fail': 'fail', 'failed': 'fail', '
            'skip': 'skip', 'skipped': 'skip', 'not run': 'skip', 'notrun': 'skip'}
 _RANK = {'fail': 4, 'warn': 3, 'pass': 2, 'skip': 1}
 _BORDER = re.compile(r'^\+[-=]+\+[-=]+\+$')
-_SECTION = re.compile(r'^[|+]-+\s+(\S.*?)\s+-+\+-*[|+]$')
+_SECTION = re.compile(r'^[|+]-+\s+(\S.{0,128}?)\s+-+\+-*[|+]$')
 _STATUS_CELL = re.compile(r'^(Pass|Fail|Warn|Skip|Not Run)\b\s*(?:-\s*(.*))?$', re.IGNORECASE)
 _GPU_STATUS_CELL = re.compile(r'^GPU\s*:?\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip|Not Run)\b', re.IGNORECASE)
 _GPU_REF = re.compile(r'^GPU\s*:?\s*(\d+)\b')
@@ -167,7 +167,7 @@ def _str_or_none(value):
 def _parse_json(text):
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ParseError(TOOL, 'output looks like JSON but does not parse (cut or edited?): %s' % exc, text[:120])
     if not isinstance(data, dict):
         raise ParseError(TOOL, 'JSON output is not an object', text[:120])

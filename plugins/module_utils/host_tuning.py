@@ -127,13 +127,13 @@ def parse_limits(text):
                          lines[0] if lines else None)
     limits = {}
     for line in lines[1:]:
-        match = re.match(r'^(.+?)\s{2,}(\S+)\s+(\S+)(?:\s+(\S+))?\s*$', line)
-        if not match:
+        # The name ends at the first run of two or more spaces; soft, hard and the optional units follow.
+        gap = re.search(r'\s{2,}', line)
+        fields = line[gap.end():].split() if gap else []
+        if not line[:1].strip() or len(fields) not in (2, 3):
             raise ParseError('limits', 'row is not "name soft hard [units]"', line)
-        values = []
-        for raw in (match.group(2), match.group(3)):
-            values.append(int(raw) if raw.isdecimal() else raw)
-        limits[match.group(1).strip()] = {'soft': values[0], 'hard': values[1], 'units': match.group(4)}
+        values = [int(raw) if raw.isdecimal() and len(raw) <= 20 else raw for raw in fields[:2]]
+        limits[line[:gap.start()].strip()] = {'soft': values[0], 'hard': values[1], 'units': fields[2] if len(fields) == 3 else None}
     memlock = limits.get('Max locked memory')
     return {
         'limits': limits,
@@ -147,8 +147,8 @@ def parse_ulimit_l(text):
     text = text.strip()
     if text == 'unlimited':
         return {'memlock_kib': 'unlimited'}
-    if not re.match(r'^[0-9]+$', text):
-        raise ParseError('ulimit', 'expected a number of KiB or "unlimited"', text)
+    if not re.match(r'^[0-9]{1,20}$', text):
+        raise ParseError('ulimit', 'expected a number of KiB (at most 20 digits) or "unlimited"', text)
     return {'memlock_kib': int(text)}
 
 
@@ -160,7 +160,7 @@ def parse_cpulist(text):
     if not text:
         return {'cpus': []}
     for part in text.split(','):
-        match = re.match(r'^(\d+)(?:-(\d+))?$', part.strip())
+        match = re.match(r'^(\d{1,7})(?:-(\d{1,7}))?$', part.strip())
         if not match:
             raise ParseError('cpulist', 'expected ranges like 0-3,8', part)
         first = int(match.group(1))

@@ -33,10 +33,12 @@ _LINE_RE = re.compile(
     r'^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<dir>[TR]X-[CS])\])?\s+(?P<start>%s)-\s*(?P<end>%s)\s+sec\s+'
     r'(?P<xfer>%s)\s+(?P<xunit>[KMGT]?)Bytes\s+(?P<rate>%s)\s+(?P<runit>[KMGT]?)bits/sec(?P<rest>.*)$'
     % (_NUM, _NUM, _NUM, _NUM))
-_JITTER_RE = re.compile(r'(?P<jitter>%s)\s+ms\s+(?P<lost>-?\d+)/(?P<total>\d+)\s+\((?P<pct>[^)%%]*)%%\)' % _NUM)
+# Searched anywhere in the rest of a line: bounded, so a hostile run of digits costs linear time.
+_JITTER_RE = re.compile(r'(?P<jitter>\d{1,9}(?:\.\d{1,9})?)\s{1,16}ms\s{1,16}(?P<lost>-?\d{1,19})/(?P<total>\d{1,19})'
+                        r'\s{1,16}\((?P<pct>[^)%]{0,32})%\)')
 _RETR_RE = re.compile(r'^\s*(?P<n>\d+)(?:\s+(?P<cwnd>%s)\s+(?P<cunit>[KMGT]?)Bytes)?\s*$' % _NUM)
 _HEADER_RE = re.compile(r'^\[\s*ID\]\s+Interval\s+Transfer\s+(?P<cols>.*)$')
-_ERROR_RE = re.compile(r'^iperf3: (?:error|interrupt) - (?P<msg>.+?)\s*$', re.M)
+_ERROR_RE = re.compile(r'^iperf3: (?:error|interrupt) - (?P<msg>\S(?:.*\S)?)', re.M)
 _CPU_RE = re.compile(r'CPU Utilization: local/\w+ (?P<host>%s)%%.*remote/\w+ (?P<remote>%s)%%' % (_NUM, _NUM))
 _VERSION_RE = re.compile(r'^(iperf \d+\.\d+\S*)', re.M)
 

@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.errors import Pars
 from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 _ANSI_RE = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
-_PROMPT_RE = re.compile(r'^\S*[@:~]\S*[#$]\s')
+_PROMPT_RE = re.compile(r'^[^\s@:~]{0,64}[@:~][^\s#$]{0,256}[#$]\s')
 
 
 def _strip_ansi(text):
@@ -240,7 +240,7 @@ def parse_flint(text):
     for raw in rom_lines:
         if _na(raw) is None:
             continue
-        match = re.match(r'^type=(.*?)\s+version=(\S+)(?:\s+cpu=(\S+))?', raw)
+        match = re.match(r'^type=(\S(?:[^=]{0,62}\S)?)\s{1,16}version=(\S+)(?:\s+cpu=(\S+))?', raw)
         roms.append({'raw': raw, 'type': match.group(1) if match else None,
                      'version': match.group(2) if match else None, 'cpu': match.group(3) if match else None})
     base_guid, guids = guid_pair('Base GUID')

@@ -24,7 +24,7 @@ TOOL = 'nccl-tests'
 # mpirun --tag-output ("[1,0]<stdout>:") and srun/pdsh-style "[0] " prefixes.
 _PREFIX = re.compile(r'^\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?\s*')
 _JOB_HEADER = re.compile(r'^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)(.*)$')
-_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(.+?)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$')
+_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S{1,255})\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$')
 _TESTS_VERSION = re.compile(r'^#\s*nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?')
 _COLLECTIVE = re.compile(r'^#\s*Collective test (?:starting|concluded):\s*(\S+)')
 _NCCL_VERSION = re.compile(r'NCCL version\s+(\d+\.\d+\.\d+\S*)')
@@ -34,12 +34,12 @@ _BINARY = re.compile(r'(?:^|[\s/])([A-Za-z0-9_]+_perf)(?:\s|$)')
 _NET_IB_USING = re.compile(r'NCCL INFO NET/IB\s*:\s*Using\s+(.*)$')
 _NET_SOCKET_USING = re.compile(r'NCCL INFO NET/Socket\s*:\s*Using\s+(.*)$')
 _IB_DEVICE = re.compile(r'\[(\d+)\]([A-Za-z0-9_.-]+):(\d+)/([A-Za-z]+)')
-_SOCKET_IFACE = re.compile(r'\[(\d+)\]([^:\s\[]+):([^<\s]*)<\d+>')
+_SOCKET_IFACE = re.compile(r'\[(\d+)\]([^:\s\[]{1,64}):([^<\s]{0,64})<\d+>')
 _USING_NETWORK = re.compile(r'NCCL INFO Using network\s+(.+?)\s*$')
-_VIA_NET = re.compile(r'\b(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:.*\bvia\s+NET/([A-Za-z0-9_]+)(/\S*)?')
+_VIA_NET = re.compile(r'\b(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:.{0,512}\bvia\s+NET/([A-Za-z0-9_]+)(/\S*)?')
 _CHANNEL = re.compile(r'NCCL INFO (?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:')
 _COLL_CHANNELS = re.compile(r'NCCL INFO (\d+) coll channels')
-_GDR_RING = re.compile(r'Connected all rings.*\bGDR\s+([01])\b')
+_GDR_RING = re.compile(r'Connected all rings.{0,512}\bGDR\s+([01])\b')
 _NCCL_LOG = re.compile(r'NCCL (?:INFO|WARN|version|error|failure)')
 _ERROR_LINE = re.compile(r'NCCL WARN|NCCL error|Test NCCL failure|Test CUDA failure|NCCL failure|Test failure')
 _INT = re.compile(r'^-?\d+$')
@@ -240,7 +240,7 @@ def parse_nccl_tests(text):
                 'host': match.group(4).strip(),
                 'device': int(match.group(5)),
                 'bus_id': match.group(6),
-                'name': match.group(7) or None,
+                'name': match.group(7).strip() or None,
             })
             continue
         if _ERROR_LINE.search(stripped) and len(errors) < _MAX_ERRORS:

@@ -246,6 +246,16 @@ def parse_nvidia_smi_xml(text):
 
 # --------------------------------------------------------------------------- -q text
 
+def _spaced_colon_pair(line):
+    """'Product Name    : H100' -> ('Product Name', 'H100'): split at the first colon that follows whitespace."""
+    colon = line.find(':', 1)
+    while colon > 0:
+        if line[colon - 1].isspace() and line[:colon].strip():
+            return line[:colon].rstrip(), line[colon + 1:].strip()
+        colon = line.find(':', colon + 1)
+    return None
+
+
 def _text_tree(text):
     """Indentation tree of ``nvidia-smi -q``: (header dict, [(block name, block dict)])."""
     header = {}
@@ -264,9 +274,9 @@ def _text_tree(text):
         while len(stack) > 1 and stack[-1][0] >= indent:
             stack.pop()
         current = stack[-1][1]
-        match = re.match(r'^(\S.*?)\s+:\s?(.*)$', stripped)
-        if match:
-            current.setdefault(match.group(1), match.group(2).strip())
+        pair = _spaced_colon_pair(stripped)
+        if pair:
+            current.setdefault(pair[0], pair[1])
         else:
             child = current.get(stripped)
             if not isinstance(child, dict):
@@ -397,8 +407,8 @@ def parse_nvidia_smi_table(text):
         raise ParseError(tool, 'no "NVIDIA-SMI ... Driver Version:" header line', first)
     gpus = []
     lines = text.splitlines()
-    row = re.compile(r'^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S+)\s+\|\s+(\S+)\s+\|')
-    second = re.compile(r'^\|\s*(\S+)\s+(\d+|N/A)C?\s+(P\d+|N/A)\s+(?:(\d+|N/A)W?\s*/\s*(\d+|N/A)W?)?\s*\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|')
+    row = re.compile(r'^\|\s+(\d{1,4})\s+(.{1,96}?)\s+(On|Off)\s+\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S+)\s+\|\s+(\S+)\s+\|')
+    second = re.compile(r'^\|\s*(\S+)\s+(\d+|N/A)C?\s+(P\d+|N/A)\s+(?:(\d+|N/A)W?\s*/\s*(\d+|N/A)W?\s*)?\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|')
     for number, line in enumerate(lines):
         match = row.match(line)
         if not match:

@@ -52,7 +52,7 @@ _WIDTH_RE = re.compile(r'Width\s+x([0-9]+)' + _ANNOTATION)
 _LNKCAP_RE = re.compile(r'^\s*LnkCap:\s*(.*)$')
 _LNKSTA_RE = re.compile(r'^\s*LnkSta:\s*(.*)$')
 _LNKCAP2_RE = re.compile(r'^\s*LnkCap2:\s*Supported Link Speeds:\s*([^,]*)')
-_EXPRESS_RE = re.compile(r'^\s*Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\(v\d+\)\s*)?([^,(]+?)\s*(?:\(|,|$)')
+_EXPRESS_RE = re.compile(r'^\s*Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\(v\d+\)\s*)?([^,(\s](?:[^,(]{0,62}[^,(\s])?)\s*(?:\(|,|$)')
 
 
 def speed_gts(value):
@@ -137,13 +137,13 @@ def _new_device(bdf, rest):
         if not sep:
             cls, description = None, rest
         if cls is not None:
-            code = re.search(r'\s*\[([0-9a-fA-F]{4})\]$', cls)
+            code = re.search(r'\[([0-9a-fA-F]{4})\]$', cls)
             if code:
                 device['class_code'] = code.group(1).lower()
                 cls = cls[:code.start()]
             device['class'] = cls.strip() or None
-        description = re.sub(r'\s*\((?:rev [0-9a-fA-F]+|prog-if [^)]*)\)', '', description).strip()
-        ids = re.search(r'\s*\[([0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]$', description)
+        description = re.sub(r'\s{0,16}\((?:rev [0-9a-fA-F]{1,4}|prog-if [^)]{0,64})\)', '', description).strip()
+        ids = re.search(r'\[([0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]$', description)
         if ids:
             device['vendor_device'] = ids.group(1).lower()
             description = description[:ids.start()].strip()

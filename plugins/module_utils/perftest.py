@@ -62,7 +62,7 @@ _ERROR_PATTERNS = (
                                     r'|No such device ID \(\d+\) exists|cuDeviceGetByPCIBusId failed|CUDA is not (?:supported|enabled)')),
     ('port_in_use', re.compile(r'Address already in use|Couldn\'t listen to port|Failed to bind socket|bind failed'
                                r'|Failed to bind RDMA CM address')),
-    ('qp_modify_failed', re.compile(r'Failed to modify QP.*to (?:RTR|RTS|INIT)|Unable to Connect the HCA\'s through the link')),
+    ('qp_modify_failed', re.compile(r'Failed to modify QP.{0,256}to (?:RTR|RTS|INIT)|Unable to Connect the HCA\'s through the link')),
     ('completion_error', re.compile(r'Completion with error|Failed status|WC status|Failed to complete')),
     ('connect_failed', re.compile(r'Couldn\'t connect to|Unable to open file descriptor for socket connection'
                                   r'|Failed to exchange data between server and clients|Unable to init the socket connection'
@@ -76,10 +76,10 @@ _GENERIC_FAILURE = re.compile(r'^\s*(?:Couldn\'t |Unable to |Failed to |Error[: 
 
 _WARNING = re.compile(r'^\s*(?:WARNING:|Warning:|libibverbs: Warning|Conflicting CPU frequency|Requested mtu is higher than active mtu'
                       r'|Perftest doesn\'t support|Disabling dynamic polling|Using sampled CPU speed|mlx5: |.*\bis deprecated\b)')
-_TITLE = re.compile(r'^\s*(?P<title>\S.*?\b(?:BW|Latency)\b.*?)\s+Test\s*$')
+_TITLE_WORD = re.compile(r'\b(?:BW|Latency)\b')
 _DASHES = re.compile(r'^\s*-{20,}\s*$')
 _BANNER = re.compile(r'Waiting for client (?:to connect|rdma_cm QP to connect)')
-_FIELD = re.compile(r'(?:^|\s)(?P<key>[A-Za-z][\w.*()\-]*(?: [\w.*()\-]+)*)\s*:\s*(?P<value>\S+)')
+_FIELD = re.compile(r'(?:^|\s)(?P<key>[A-Za-z][\w.*()\-]{0,40}(?: [\w.*()\-]{1,40}){0,6})\s{0,16}:\s{0,16}(?P<value>\S+)')
 _NUMBER = re.compile(r'^-?(?:\d+(?:\.\d*)?|\.\d+|nan|inf)$', re.IGNORECASE)
 _CMDLINE = re.compile(r'\bib_(?:send|write|read|atomic)_(?:bw|lat)\b')
 _GPU_NAME = re.compile(r'^\[pid = \d+, dev = (?P<index>\d+)\] device name = \[(?P<name>[^\]]*)\]')
@@ -134,7 +134,7 @@ def _table_columns(line):
     """Columns of a result table header line, or None when the line is not one."""
     if '#bytes' not in line or '#iterations' not in line:
         return None
-    unit = re.search(r'BW peak\[([^\]]+)\]', line)
+    unit = re.search(r'BW peak\[([^\]]{1,32})\]', line)
     if unit:
         columns = list(_BW_COLUMNS)
         if '#sl' in line:
@@ -180,6 +180,15 @@ def _lat_row(values):
         if row[key] is not None:
             row[key] = int(row[key])
     return row
+
+
+def _title(line):
+    """'RDMA_Write BW Test' -> 'RDMA_Write BW': a section title line (ending in 'Test', naming BW or Latency), else None."""
+    stripped = line.strip()
+    if not stripped.endswith('Test') or not stripped[-5:-4].isspace():
+        return None
+    title = stripped[:-4].rstrip()
+    return title if _TITLE_WORD.search(title) else None
 
 
 def _new_section(title):
@@ -281,9 +290,9 @@ def parse_perftest(text):
             if "BW peak won't be measured" in stripped:
                 not_measured = True
             continue
-        title = _TITLE.match(line)
+        title = _title(line)
         if title and ':' not in line:
-            current = _new_section(title.group('title'))
+            current = _new_section(title)
             current['server_banner'] = banner_pending
             banner_pending = False
             sections.append(current)

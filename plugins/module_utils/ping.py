@@ -31,7 +31,7 @@ _HEADER_RE = re.compile(r'^PING (?P<dest>[^\s(]+) ?\((?P<ip>[^)]+)\)(?: from (?P
                         r'(?P<size>\d+)(?:\((?P<packet>\d+)\))? (?:bytes of data|data bytes)', re.M)
 _STATS_HEAD_RE = re.compile(r'^--- (?P<dest>\S+) ping statistics ---', re.M)
 _SENT_RE = re.compile(r'^(?P<tx>\d+) packets transmitted, (?P<rx>\d+) (?:packets )?received(?P<rest>.*)$', re.M)
-_LOSS_RE = re.compile(r'(?P<loss>%s)%% packet loss' % _NUM)
+_LOSS_RE = re.compile(r'(?P<loss>\d{1,3}(?:\.\d{1,6})?)% packet loss')
 _ERRORS_RE = re.compile(r'\+(?P<n>\d+) errors')
 _DUPS_RE = re.compile(r'\+(?P<n>\d+) duplicates')
 _TIME_RE = re.compile(r'time (?P<ms>\d+)ms')

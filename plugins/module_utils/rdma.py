@@ -150,7 +150,23 @@ def _empty_ibstat_device():
 
 _IBSTAT_CA = re.compile(r"^(CA|Switch|Router|iWARP RNIC|\?\?\?):? '([^']+)'\s*$")
 _IBSTAT_PORT = re.compile(r'^\s*Port (\d+):\s*$')
-_KEY_VALUE = re.compile(r'^\s*([A-Za-z][A-Za-z _/-]*?)\s*:\s*(.*?)\s*$')
+_KEY = re.compile(r'^[A-Za-z][A-Za-z _/-]*$')
+_GID_KEY = re.compile(r'^GID\[\s*\d+\]$')
+
+
+def _key_value(line, gid_keys=False):
+    """(key, value) of a 'key: value' line, both stripped, split at the first colon; None for other lines."""
+    key, sep, value = line.partition(':')
+    key = key.strip()
+    if not sep or not (_KEY.match(key) or gid_keys and _GID_KEY.match(key)):
+        return None
+    return key, value.strip()
+
+
+def _without_note(value):
+    """'40 (FDR10)' -> '40': a value without its parenthesised note."""
+    head, sep, tail = value.partition('(')
+    return head.strip() if sep and tail.rstrip().endswith(')') else value
 _IBSTAT_DEVICE_KEYS = {'number of ports': 'number_of_ports', 'firmware version': 'firmware_version',
                        'hardware version': 'hardware_version', 'node guid': 'node_guid',
                        'system image guid': 'system_image_guid'}
@@ -188,10 +204,10 @@ def parse_ibstat(text):
         if port_header:
             port = device['ports'].setdefault(int(port_header.group(1)), _empty_ibstat_port())
             continue
-        pair = _KEY_VALUE.match(line)
+        pair = _key_value(line)
         if not pair:
             continue
-        key, value = pair.group(1).lower(), _value(pair.group(2))
+        key, value = pair[0].lower(), _value(pair[1])
         if port is None:
             if key.endswith(' type'):
                 device['ca_type'] = value
@@ -202,7 +218,7 @@ def parse_ibstat(text):
         field = _IBSTAT_PORT_KEYS.get(key)
         if field == 'rate_gbps':
             # "Rate: 400", "Rate: 2.5" (1X SDR) or "Rate: 40 (FDR10)"
-            port[field] = _number(re.sub(r'\s*\(.*\)\s*$', '', value)) if value else None
+            port[field] = _number(_without_note(value)) if value else None
         elif field in ('base_lid', 'sm_lid'):
             port[field] = _lid(value)
             if field == 'base_lid':
@@ -239,10 +255,10 @@ def parse_ibstatus(text):
                 'phys_state': None, 'phys_state_code': None, 'rate_gbps': None, 'rate_text': None,
                 'width': None, 'speed': None, 'link_layer': None, 'warnings': []})
             continue
-        pair = _KEY_VALUE.match(line) if port is not None else None
+        pair = _key_value(line) if port is not None else None
         if not pair:
             continue
-        key, value = pair.group(1).lower(), pair.group(2)
+        key, value = pair[0].lower(), pair[1]
         if key == 'default gid':
             port['default_gid'] = _value(value)
         elif key in ('base lid', 'sm lid'):
@@ -265,7 +281,6 @@ def parse_ibstatus(text):
     return {'devices': devices}
 
 
-_DEVINFO_CODED = re.compile(r'^(.*?)\s*\((-?\d+)\)$')
 _DEVINFO_GID = re.compile(r'^GID\[\s*(\d+)\]$')
 
 
@@ -273,9 +288,9 @@ def _coded(value):
     """'PORT_ACTIVE (4)' -> ('PORT_ACTIVE', 4); 'InfiniBand' -> ('InfiniBand', None)."""
     if value is None:
         return None, None
-    match = _DEVINFO_CODED.match(value)
-    if match:
-        return match.group(1).strip() or None, int(match.group(2))
+    head, sep, code = value[:-1].rpartition('(') if value.endswith(')') else ('', '', '')
+    if sep and re.match(r'^-?\d{1,9}$', code):
+        return head.strip() or None, int(code)
     return value, None
 
 
@@ -300,10 +315,10 @@ def parse_ibv_devinfo(text):
     devices = {}
     device = port = None
     for line in _ANSI.sub('', text).splitlines():
-        pair = _KEY_VALUE.match(line) or re.match(r'^\s*(GID\[\s*\d+\])\s*:\s*(.*?)\s*$', line)
+        pair = _key_value(line, gid_keys=True)
         if not pair:
             continue
-        key, value = pair.group(1).strip(), _value(pair.group(2))
+        key, value = pair[0], _value(pair[1])
         if key == 'hca_id':
             if value is None:
                 device = None
@@ -412,7 +427,7 @@ def pick_roce_v2_ipv4(gids):
     return chosen
 
 
-_IP_ADDR = re.compile(r'^(\d+):\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+([0-9a-fA-F.:]+)/(\d+)(.*)$')
+_IP_ADDR = re.compile(r'^(\d{1,10}):\s+([^\s@]{1,64})(?:@\S{1,64})?\s+(inet6?)\s+([0-9a-fA-F.:]+)/(\d+)(.*)$')
 
 
 @tool_parser('ip')

@@ -15,7 +15,8 @@ kept for the same reason.
 
 After: every number in the result must be finite and within its physical
 range (``check_figures``): no NaN or infinity, nothing negative unless the key
-is listed as signed, no percentage above 100 and no bit-error ratio above 1.
+is listed as signed, nothing above 2**64 (the largest counter any tool keeps),
+no percentage above 100 and no bit-error ratio above 1.
 A result breaking that raises ParseError naming the key: an impossible figure
 is never handed on to be graded.
 
@@ -32,6 +33,7 @@ import re
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
 
 MAX_LINE_CHARS = 64 * 1024
+MAX_FIGURE = 2 ** 64
 
 # Prompts with a user/host part: user@host:~$  root@host:/x#  [user@h ~]$  user@host ~ %  host:~ #  bash-5.1$
 # Quantifiers are bounded and the match is anchored, so a hostile line costs linear time.
@@ -143,6 +145,8 @@ def check_figures(tool, result, signed=(), path='result'):
             name = str(key).lower() if key is not None else ''
             if isinstance(value, float) and not math.isfinite(value):
                 raise _limit_error(tool, where, value, 'not a finite number')
+            if abs(value) > MAX_FIGURE:
+                raise _limit_error(tool, where, value, 'larger than any counter a tool keeps (2**64)')
             if value < 0 and key not in signed:
                 raise _limit_error(tool, where, value, 'negative, and this figure cannot be')
             if (name.endswith('percent') or name.endswith('_pct')) and value > 100:
@@ -157,6 +161,11 @@ def tool_parser(tool, signed=(), keep_command=False):
     def decorate(parse):
         @functools.wraps(parse)
         def checked(text):
-            return check_figures(tool, parse(prepare_text(tool, text, keep_command)), signed)
+            text = prepare_text(tool, text, keep_command)
+            try:
+                result = parse(text)
+            except RecursionError:
+                raise ParseError(tool, 'nested too deeply to be this tool\'s output')
+            return check_figures(tool, result, signed)
         return checked
     return decorate
