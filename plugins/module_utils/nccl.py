@@ -14,6 +14,7 @@ results were not checked (``-c 0``): both give ``wrong`` None, never 0.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
@@ -43,7 +44,8 @@ _GDR_RING = re.compile(r'Connected all rings.{0,512}\bGDR\s+([01])\b')
 _NCCL_LOG = re.compile(r'NCCL (?:INFO|WARN|version|error|failure)')
 _ERROR_LINE = re.compile(r'NCCL WARN|NCCL error|Test NCCL failure|Test CUDA failure|NCCL failure|Test failure')
 _INT = re.compile(r'^-?\d+$')
-_FLOAT = re.compile(r'^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$')
+# nccl-tests prints every decimal: '95.' is a number cut short, not 95.
+_FLOAT = re.compile(r'^-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?$')
 
 # Header tokens as the columns they name.
 _COLUMN_NAMES = {
@@ -78,6 +80,11 @@ def _number(token):
     if _FLOAT.match(token):
         return float(token)
     return None
+
+
+def _figure(value):
+    """A time or bandwidth as a figure to grade: finite, non-negative and printed in full, else None."""
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
 def _new_job(header=None):
@@ -126,7 +133,7 @@ def _parse_row(tokens, columns):
         'size_bytes': None, 'count': None, 'type': None, 'redop': None, 'root': None,
         'oop_time_us': None, 'oop_algbw_gbs': None, 'oop_busbw_gbs': None, 'oop_wrong': None, 'oop_error': None,
         'ip_time_us': None, 'ip_algbw_gbs': None, 'ip_busbw_gbs': None, 'ip_wrong': None, 'ip_error': None,
-        'wrong': None, 'error_flagged': False,
+        'wrong': None, 'error_flagged': False, 'valid': True,
     }
     suffix = {'time': 'time_us', 'algbw': 'algbw_gbs', 'busbw': 'busbw_gbs', 'wrong': 'wrong', 'error': 'error'}
     for token, (name, placement) in zip(tokens, columns):
@@ -152,6 +159,10 @@ def _parse_row(tokens, columns):
                 value = _number(token)
                 if value is None and token.rstrip('*') != 'N/A':
                     return None
+                if value is not None and _figure(value) is None:
+                    # inf (1e309 in the table) or a negative: dropped from the figures, the row marked invalid.
+                    value = None
+                    row['valid'] = False
             row['%s_%s' % (placement, suffix[name])] = value
     wrongs = [row[key] for key in ('oop_wrong', 'ip_wrong') if row[key] is not None]
     row['wrong'] = sum(wrongs) if wrongs else None
@@ -169,7 +180,9 @@ def parse_nccl_tests(text):
 
     Returns {test, nccl_tests_version, nccl_version, rows: [...], avg_busbw_gbs, out_of_bounds, transport, gdr, network,
     transports_seen, ranks: [...], net_devices, ib_hcas, socket_ifaces, channels, multiple_jobs, jobs: [...], errors: [...],
-    truncated}.  When the log holds more than one job header (each rank started its own job, e.g. nccl-tests built
+    truncated, invalid_rows}.  A figure that is not finite or is negative (``1e309`` busbw) is dropped (None) and its
+    row has ``valid`` False; ``invalid_rows`` counts them, and an unusable average leaves ``truncated`` True.
+    When the log holds more than one job header (each rank started its own job, e.g. nccl-tests built
     without MPI, or two hosts each printing a header), ``multiple_jobs`` is True and the top-level ``rows``,
     ``avg_busbw_gbs`` and ``out_of_bounds`` are None: each job is under ``jobs`` and rows are attributed to the job
     header printed last before them (best effort: independent jobs interleave).
@@ -258,7 +271,7 @@ def parse_nccl_tests(text):
             match = _AVG.match(stripped)
             if match:
                 recognised = True
-                current_job()['avg_busbw_gbs'] = float(match.group(1))
+                current_job()['avg_busbw_gbs'] = _figure(_number(match.group(1)))
                 continue
             match = _OOB.match(stripped)
             if match:
@@ -398,6 +411,7 @@ def parse_nccl_tests(text):
         'jobs': jobs,
         'errors': errors,
         'truncated': truncated,
+        'invalid_rows': sum(1 for job in jobs for row in job['rows'] if not row['valid']),
     }
 
 

@@ -24,7 +24,8 @@ def test_ib_read_lat_ib_sriov_vf_percentiles_and_cpu_warnings():
         ('RDMA_Read Latency', 'lat', 'mlx5_8', 'IB', 4096)
     assert result['gid_index'] is None and result['bw_unit'] is None and result['error_class'] is None
     assert result['results'] == [{'bytes': 2, 'iterations': 1000, 't_min_us': 1.84, 't_max_us': 12.20, 't_typical_us': 1.90,
-                                  't_avg_us': 1.97, 't_stdev_us': 0.47, 'p99_us': 2.24, 'p999_us': 12.20, 'complete': True}]
+                                  't_avg_us': 1.97, 't_stdev_us': 0.47, 'p99_us': 2.24, 'p999_us': 12.20, 'complete': True,
+                                  'valid': True}]
     assert len(result['warnings']) == 2 and all('Conflicting CPU frequency' in w for w in result['warnings'])
     assert result['outstand_reads'] == 16 and result['data_ex_method'] == 'Ethernet' and result['rdma_cm'] is False
     assert result['complete'] is True and result['side'] == 'client'
