@@ -117,8 +117,23 @@ def _empty_gpu(index):
         'ecc_errors': {'volatile': _ecc_scope({}), 'aggregate': _ecc_scope({})},
         'retired_pages': {'single_bit': None, 'double_bit': None, 'pending': None},
         'remapped_rows': {'correctable': None, 'uncorrectable': None, 'pending': None, 'failure': None},
-        'temperature_c': None, 'power_draw_w': None, 'clocks_throttle_reasons': None,
+        'temperature_c': None, 'power_draw_w': None, 'power_average_w': None, 'clocks_throttle_reasons': None,
     }
+
+
+def _power(read, blocks, names):
+    """(power draw, average power draw) in W from whichever power block and layout the driver printed.
+
+    Older drivers print one ``power_draw``; recent ones (XML ``gpu_power_readings`` with ``instant_power_draw`` and
+    ``average_power_draw``, ``-q`` "Instant Power Draw" / "Average Power Draw") print two and no ``power_draw``: the
+    draw is the instant reading then, falling back to the average.  ``read(block, name)`` returns the raw value.
+    """
+    draw_name, instant_name, average_name = names
+    for block in blocks:
+        draw, instant, average = (_number(read(block, name), 'W') for name in (draw_name, instant_name, average_name))
+        if draw is not None or instant is not None or average is not None:
+            return next((value for value in (draw, instant, average) if value is not None)), average
+    return None, None
 
 
 def _pending(values):
@@ -198,8 +213,9 @@ def _xml_gpu(index, gpu):
         'pending': _yes_no(_text(remapped, 'remapped_row_pending')),
         'failure': _yes_no(_text(remapped, 'remapped_row_failure')),
     }
-    power = _text(gpu, 'gpu_power_readings/power_draw') or _text(gpu, 'power_readings/power_draw')
-    record['power_draw_w'] = _number(power, 'W')
+    record['power_draw_w'], record['power_average_w'] = _power(
+        lambda block, name: _text(gpu, '%s/%s' % (block, name)),
+        ('gpu_power_readings', 'power_readings'), ('power_draw', 'instant_power_draw', 'average_power_draw'))
     reasons = gpu.find('clocks_event_reasons')
     if reasons is None:
         reasons = gpu.find('clocks_throttle_reasons')
@@ -354,8 +370,9 @@ def _text_gpu(index, raw_bus, tree):
         'pending': _yes_no(_get(tree, 'Remapped Rows', 'Pending')),
         'failure': _yes_no(_get(tree, 'Remapped Rows', 'Remapping Failure Occurred')),
     }
-    power = _get(tree, 'GPU Power Readings', 'Power Draw') or _get(tree, 'Power Readings', 'Power Draw')
-    record['power_draw_w'] = _number(power, 'W')
+    record['power_draw_w'], record['power_average_w'] = _power(
+        lambda block, name: _get(tree, block, name),
+        ('GPU Power Readings', 'Power Readings'), ('Power Draw', 'Instant Power Draw', 'Average Power Draw'))
     reasons = _section(tree, 'Clocks Event Reasons') or _section(tree, 'Clocks Throttle Reasons')
     if reasons is not None:
         record['clocks_throttle_reasons'] = [_key(name) for name, value in reasons.items()

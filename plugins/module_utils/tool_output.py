@@ -35,11 +35,12 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.errors import Pars
 MAX_LINE_CHARS = 64 * 1024
 MAX_FIGURE = 2 ** 64
 
-# Prompts with a user/host part: user@host:~$  root@host:/x#  [user@h ~]$  user@host ~ %  host:~ #  bash-5.1$
+# Prompts with a user/host part: user@host:~$  root@host:/x#  [user@h ~]$  user@host ~ %  user@host ~/dir [main] $
+# host:~ #  sh-5.1#
 # Quantifiers are bounded and the match is anchored, so a hostile line costs linear time.
 _HOST_PROMPT = re.compile(
     r'^(?:\([^()\s]{1,64}\)\s{1,4})?'
-    r'(?:[\w.-]{1,64}@[\w.-]{1,253}(?::[^\s$#%>]{0,4096}|\s[^\s$#%>]{1,4096})?'
+    r'(?:[\w.-]{1,64}@[\w.-]{1,253}(?::[^\s$#%>]{0,4096})?(?:\s[^\s$#%>]{1,4096}){0,4}'
     r'|\[[\w.-]{1,64}@[\w.-]{1,253}(?:[\s:][^\]\n]{0,4096})?\]'
     r'|[\w.-]{1,253}:[^\s$#%>]{0,4096}\s?(?=#)'
     r'|(?:ba|z|k)?sh-\d{1,3}(?:\.\d{1,3}){0,2})'
