@@ -171,6 +171,7 @@ def parse_cpulist(text):
     return {'cpus': sorted(cpus)}
 
 
+@tool_parser('smp_affinity_list')
 def parse_smp_affinity_list(text):
     """/proc/irq/N/smp_affinity_list -> {cpus: [...]} (same format as a CPU list)."""
     return parse_cpulist(text)

@@ -4,8 +4,9 @@
 """What every parser does with a tool's output before and after reading it.
 
 Before: the text must be text (``errors.require_text``), no line may be longer
-than ``MAX_LINE_CHARS`` (no tool prints such lines; a parser that never sees
-them stays fast whatever it is fed), and a shell prompt line pasted with the
+than ``MAX_LINE_CHARS`` and no run of digits longer than ``MAX_DIGITS`` (no tool
+prints such lines or numbers; a parser that never sees them stays fast and never
+converts a 5,000-digit integer), and a shell prompt line pasted with the
 output is removed: the first line when it is a prompt followed by a command
 (``$ sudo lspci -vvv``, ``root@host:~# flint -d ... q``, ``[user@h ~]$ ibstat``)
 and the last line when it is a prompt (with or without a next command).
@@ -34,6 +35,9 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.errors import Pars
 
 MAX_LINE_CHARS = 64 * 1024
 MAX_FIGURE = 2 ** 64
+# 2**64 has 20 digits; a counter, byte count or GUID in decimal never has more than this.
+MAX_DIGITS = 64
+_LONG_NUMBER = re.compile(r'\d{%d}' % (MAX_DIGITS + 1))
 
 # Prompts with a user/host part: user@host:~$  root@host:/x#  [user@h ~]$  user@host ~ %  user@host ~/dir [main] $
 # host:~ #  sh-5.1#
@@ -63,8 +67,8 @@ def _command_after(prompt_end, line):
     return _SUDO.sub('', rest, count=1)
 
 
-def _prompt_command(line):
-    """(is a prompt line, the command typed on it or '') for one line."""
+def prompt_command(line):
+    """(is a prompt line, the command typed on it or '') for one line of pasted output."""
     if len(line) > MAX_LINE_CHARS:
         return False, None
     match = _HOST_PROMPT.match(line)
@@ -95,7 +99,8 @@ def _line_bounds(text, first):
     body = text.rstrip()
     if not body:
         return None
-    return body.rfind('\n') + 1, len(body)
+    end = text.find('\n', len(body))
+    return body.rfind('\n') + 1, len(text) if end < 0 else end
 
 
 def prepare_text(tool, text, keep_command=False):
@@ -111,15 +116,19 @@ def prepare_text(tool, text, keep_command=False):
         line = next(line for line in lines if len(line) == longest)
         raise ParseError(tool, "a line is %d characters long, more than the %d any tool prints: not this tool's output"
                          % (longest, MAX_LINE_CHARS), line[:80])
+    long_number = _LONG_NUMBER.search(text)
+    if long_number:
+        raise ParseError(tool, 'a number of more than %d digits: no tool prints such a figure' % MAX_DIGITS,
+                         text[long_number.start():long_number.start() + 80])
     bounds = _line_bounds(text, first=True)
     if bounds:
-        is_prompt, command = _prompt_command(text[bounds[0]:bounds[1]].strip())
+        is_prompt, command = prompt_command(text[bounds[0]:bounds[1]].strip())
         if is_prompt and command:
             replacement = command if keep_command else ''
             text = text[:bounds[0]] + replacement + text[bounds[1]:]
     bounds = _line_bounds(text, first=False)
     if bounds:
-        is_prompt, command = _prompt_command(text[bounds[0]:bounds[1]].strip())
+        is_prompt, command = prompt_command(text[bounds[0]:bounds[1]].strip())
         if is_prompt:
             text = text[:bounds[0]] + text[bounds[1]:]
     return text
@@ -168,5 +177,7 @@ def tool_parser(tool, signed=(), keep_command=False):
             except RecursionError:
                 raise ParseError(tool, 'nested too deeply to be this tool\'s output')
             return check_figures(tool, result, signed)
+        # What the wrapper does, for callers and tests that reason about every parser alike.
+        checked.tool, checked.signed, checked.keep_command = tool, tuple(signed), keep_command
         return checked
     return decorate
