@@ -157,10 +157,11 @@ def _parse_row(tokens, columns):
                     return None
             else:
                 value = _number(token)
-                if value is None and token.rstrip('*') != 'N/A':
+                non_finite = token.rstrip('*').lstrip('+-').lower() in ('inf', 'nan')
+                if value is None and token.rstrip('*') != 'N/A' and not non_finite:
                     return None
-                if value is not None and _figure(value) is None:
-                    # inf (1e309 in the table) or a negative: dropped from the figures, the row marked invalid.
+                if non_finite or value is not None and _figure(value) is None:
+                    # inf, nan, 1e309 or a negative: dropped from the figures, the row marked invalid.
                     value = None
                     row['valid'] = False
             row['%s_%s' % (placement, suffix[name])] = value

@@ -258,3 +258,37 @@ def test_build_argv_server_sweep_keeps_cpu_freq_check():
     params = {'test': 'ib_send_lat', 'role': 'server', 'server': None, 'all_sizes': True, 'size': None, 'iterations': 5000,
               'port': 20000, 'cpu_freq_check': True}
     assert perftest.build_perftest_argv(params) == ['-a', '-n', '5000', '-p', '20000']
+
+
+# --- figures a client cut short, or that perftest could not compute, are never graded -------------
+
+READ_LAT = 'ib_read_lat_ib_mlx5_sriov_vf_pod_spiderpool_doc.txt'
+READ_LAT_ROW = '2       1000          1.84           12.20        1.90     \t       1.97        \t0.47   \t\t2.24    \t\t12.20'
+
+
+def _read_lat_with_row(row):
+    text = fixtures.shared('perftest/' + READ_LAT)
+    assert READ_LAT_ROW in text
+    return perftest.parse_perftest(text.replace(READ_LAT_ROW, row))
+
+
+def test_latency_row_cut_mid_number_is_incomplete_not_1_us():
+    """A client that timed out leaves '1.' at the end of its last line: that is not 1.0 us."""
+    result = _read_lat_with_row('2       1000          1.84           12.20        1.')
+    row = result['results'][0]
+    assert row['t_typical_us'] is None and row['complete'] is False and row['valid'] is False
+    assert result['complete'] is False
+
+
+@pytest.mark.parametrize('typical', ['-1.90', '-nan', 'inf'])
+def test_negative_or_non_finite_latency_is_unknown(typical):
+    result = _read_lat_with_row(READ_LAT_ROW.replace('1.90', typical, 1))
+    row = result['results'][0]
+    assert row['t_typical_us'] is None and row['valid'] is False and row['t_avg_us'] == 1.97
+    assert result['complete'] is False
+
+
+def test_latency_in_exponent_form_is_not_a_result_row():
+    """perftest never prints exponents: a row holding 1e309 is foreign text, so there is no figure to grade."""
+    result = _read_lat_with_row(READ_LAT_ROW.replace('1.90', '1e309', 1))
+    assert result['results'] == [] and result['complete'] is False
