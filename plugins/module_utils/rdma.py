@@ -167,6 +167,8 @@ def _without_note(value):
     """'40 (FDR10)' -> '40': a value without its parenthesised note."""
     head, sep, tail = value.partition('(')
     return head.strip() if sep and tail.rstrip().endswith(')') else value
+
+
 _IBSTAT_DEVICE_KEYS = {'number of ports': 'number_of_ports', 'firmware version': 'firmware_version',
                        'hardware version': 'hardware_version', 'node guid': 'node_guid',
                        'system image guid': 'system_image_guid'}

@@ -235,7 +235,7 @@ def test_hostile_numbers_in_real_outputs_are_refused_or_dropped(parser, data):
     if not spans:
         check_figures_possible(parser, body)
         return
-    for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
+    for _replacement in range(data.draw(st.integers(min_value=1, max_value=3))):
         start, end = data.draw(st.sampled_from(spans))
         body = body[:start] + data.draw(st.sampled_from(HOSTILE_NUMBERS)) + body[end:]
         spans = [match.span() for match in NUMBER_TOKEN.finditer(body)] or [(0, 0)]
@@ -255,7 +255,7 @@ def _seconds(parser, text, repeat):
     best = None
     gc.disable()
     try:
-        for _ in range(repeat):
+        for _run in range(repeat):
             start = time.perf_counter()
             try:
                 parser(text)
