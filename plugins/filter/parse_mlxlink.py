@@ -30,7 +30,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: C(sections) (every section as printed), C(operational), C(supported), C(troubleshooting), C(module), C(counters) and C(eye)
+  description: C(sections) (every section as printed), C(operational), C(supported), C(troubleshooting), C(module), C(counters), C(eye) and C(truncated) (the text stopped at a pasted elision mark)
     (null when the section is absent).
   type: dict
 '''

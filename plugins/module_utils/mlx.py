@@ -320,17 +320,23 @@ def parse_mlxlink(text):
     ``sections`` keeps every section as {key: value as printed} (ANSI colours
     removed).  ``counters`` (from ``-c``) has the BERs as floats
     (``15E-255`` -> 1.5e-254), error counters as ints and raw errors per lane
-    as a list; fields mlxlink did not print are None.
+    as a list; fields mlxlink did not print are None.  ``truncated`` is True when the text stops at an elision
+    mark (``...``, as pasted outputs are cut): nothing after it is read.
     """
     text = _strip_ansi(text)
     lines = text.splitlines()
     sections = {}
     order = []
     current = None
+    truncated = False
     index = 0
     while index < len(lines):
         line = lines[index]
         stripped = line.strip()
+        if stripped in ('...', '\u2026'):
+            # An elision mark where the output was pasted: what follows is not mlxlink's, the rest is unknown.
+            truncated = True
+            break
         following = lines[index + 1].strip() if index + 1 < len(lines) else ''
         if stripped and re.match(r'^-{3,}$', following) and ':' not in stripped:
             current = stripped
@@ -358,7 +364,7 @@ def parse_mlxlink(text):
                 return sections[name]
         return None
 
-    result = {'sections': sections}
+    result = {'sections': sections, 'truncated': truncated}
     operational = section('Operational Info')
     result['operational'] = None
     if operational is not None:

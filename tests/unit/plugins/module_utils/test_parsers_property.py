@@ -156,6 +156,9 @@ PASTED_WITH_PROMPT = (
     ('dcgmi.parse_dcgmi_diag', 'local', 'dcgmi/dcgmi_diag_r2_dcgm2_pass_all_no_gpu_list_prompt_ppc64le_notes.txt'),
     ('nvidia.parse_nvidia_smi_xml', 'local', 'nvidia/nvidia_smi_qx_575.51.02_rtx4070_laptop_instant_average_power_prompt.xml.txt'),
     ('host_tuning.parse_lsmod', 'local', 'lsmod/lsmod_talos_cx4_mlx5_rdma_modules_prompt.txt'),
+    ('perftest.parse_perftest', 'local', 'perftest/ib_send_bw_ndr_perftest24_header_cpu_warning_in_table_prompt.txt'),
+    ('perftest.parse_perftest', 'local', 'perftest/ib_send_lat_ndr_perftest24_header_two_cpu_warnings_prompt_next_command.txt'),
+    ('mlx.parse_mlxlink', 'local', 'mlx/mlxlink_cx7_ndr_show_mo_doca3.3_prompt_truncated_in_source.txt'),
 )
 
 

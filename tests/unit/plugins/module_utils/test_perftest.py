@@ -292,3 +292,26 @@ def test_latency_in_exponent_form_is_not_a_result_row():
     """perftest never prints exponents: a row holding 1e309 is foreign text, so there is no figure to grade."""
     result = _read_lat_with_row(READ_LAT_ROW.replace('1.90', '1e309', 1))
     assert result['results'] == [] and result['complete'] is False
+
+
+# --- the newest header layout (perftest 24.x/25.x), pasted with prompts ---------------------------
+
+def test_ib_send_bw_newest_header_layout_pasted_with_prompts_found_public():
+    result = local('ib_send_bw_ndr_perftest24_header_cpu_warning_in_table_prompt.txt')
+    assert (result['test'], result['kind'], result['device'], result['link_type'], result['mtu']) == \
+        ('Send BW', 'bw', 'mlx5_0', 'IB', 4096)
+    assert result['header']['ibv_wr* api'] == 'ON' and result['header']['using enhanced reorder'] == 'OFF'
+    assert result['header']['cqe poll batch'] == '16' and result['tx_depth'] == 128 and result['rdma_cm'] is False
+    row, = result['results']
+    assert (row['bytes'], row['iterations'], row['bw_peak'], row['bw_avg']) == (65536, 1000, 46567.34, 46557.03)
+    assert row['bw_avg_gbps'] == pytest.approx(46557.03 * MIB * 8 / 1e9) and row['complete'] and row['valid']
+    assert any('Conflicting CPU frequency' in warning for warning in result['warnings'])
+    assert result['complete'] is True and result['error_class'] is None and result['side'] == 'client'
+
+
+def test_ib_send_lat_newest_header_ending_in_the_next_command_found_public():
+    result = local('ib_send_lat_ndr_perftest24_header_two_cpu_warnings_prompt_next_command.txt')
+    row, = result['results']
+    assert (row['t_typical_us'], row['t_avg_us'], row['p99_us'], row['p999_us']) == (1.27, 1.27, 1.37, 5.19)
+    assert result['kind'] == 'lat' and result['max_inline'] == 236 and result['complete'] is True
+    assert sum('Conflicting CPU frequency' in warning for warning in result['warnings']) == 2
