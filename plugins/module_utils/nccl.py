@@ -341,7 +341,8 @@ def parse_nccl_tests(text):
             if match:
                 gdr_evidence.append(match.group(1) == '1')
             continue
-        if binary is None and ('mpirun' in stripped or '$' in stripped or stripped.startswith('./')):
+        if binary is None and ('mpirun' in stripped or '$' in stripped or stripped.startswith('./')
+                               or first_token.rsplit('/', 1)[-1].endswith('_perf')):
             match = _BINARY.search(stripped)
             binary = match.group(1) if match else None
         previous = stripped

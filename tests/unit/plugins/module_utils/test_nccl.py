@@ -182,3 +182,13 @@ def test_busbw_cut_mid_number_is_not_a_row():
     cut = H100_LAST_ROW[:H100_LAST_ROW.index('95.10') + 3]  # '... 54.34   95.'
     result = nccl.parse_nccl_tests(fixtures.local(H100).replace(H100_LAST_ROW, cut))
     assert [row['size_bytes'] for row in result['rows']][-1] == 4294967296 and result['truncated'] is True
+
+
+@pytest.mark.parametrize('prompt', ['$ all_reduce_perf -b 8 -e 8G', 'root@gpu07:~# sudo all_reduce_perf -b 8 -e 8G',
+                                    '[ops@gpu07 ~]$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G'])
+def test_the_pasted_command_line_names_the_test(prompt):
+    """The prompt is removed but the command stays: a table without 'Collective test' lines is named by its binary."""
+    body = fixtures.local(H100)
+    assert nccl.parse_nccl_tests(body)['test'] is None
+    result = nccl.parse_nccl_tests(prompt + '\n' + body)
+    assert result['test'] == 'all_reduce_perf' and result['rows'] == nccl.parse_nccl_tests(body)['rows']
