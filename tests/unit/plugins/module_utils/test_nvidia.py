@@ -241,3 +241,15 @@ def test_xml_power_blocks_of_each_schema(readings, draw, average):
         edited = text[:start] + '<%s>%s</%s>' % (block, readings, block) + text[end + len('</gpu_power_readings>'):]
         gpu = nvidia.parse_nvidia_smi_xml(edited)['gpus'][0]
         assert (gpu['power_draw_w'], gpu['power_average_w']) == (draw, average)
+
+
+def test_q_text_instant_and_average_power_lines():
+    """nvidia-smi -q of recent drivers prints 'Average Power Draw' / 'Instant Power Draw' instead of 'Power Draw'."""
+    text = fixtures.shared('nvidia-smi/nvidia_smi_q_535.161.08_8xH100_sxm_healthy_gpud.txt')
+    old = '        Power Draw                        : 67.74 W\n'
+    assert old in text
+    new = ('        Average Power Draw                : 66.10 W\n'
+           '        Instant Power Draw                : 67.74 W\n')
+    gpu = nvidia.parse_nvidia_smi_q(text.replace(old, new, 1))['gpus'][0]
+    assert (gpu['power_draw_w'], gpu['power_average_w']) == (67.74, 66.10)
+    assert nvidia.parse_nvidia_smi_q(text)['gpus'][0]['power_draw_w'] == 67.74
