@@ -33,8 +33,10 @@ RETURN = r'''
 _value:
   description:
     - C(tests) (C(category), C(name), C(status), C(overall), C(per_gpu) keyed by GPU id as a string with C(status), C(messages),
-      C(error_ids), and C(messages)), C(failed_tests), C(warned_tests), C(skipped_tests), C(gpus_failed), C(gpus_warned),
-      C(overall), C(version), C(driver_version), C(gpu_device_ids), C(format), C(truncated) and C(runtime_error).
+      C(error_ids), C(messages) and C(all_gpus)), C(failed_tests), C(warned_tests), C(skipped_tests), C(gpus_failed), C(gpus_warned),
+      C(overall), C(version), C(driver_version), C(gpu_device_ids), C(gpus_in_run), C(format), C(truncated) and C(runtime_error).
+    - A text row such as C(Fail - All) sets C(all_gpus) and gives that status to every GPU of C(gpus_in_run), the GPUs the
+      table itself names or lists; C(gpus_in_run) is null when it names none.
   type: dict
 '''
 

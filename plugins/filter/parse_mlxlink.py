@@ -31,7 +31,7 @@ EXAMPLES = r'''
 RETURN = r'''
 _value:
   description: C(sections) (every section as printed), C(operational), C(supported), C(troubleshooting), C(module), C(counters) and C(eye)
-    (null when the section is absent).
+    (null when the section is absent), and C(truncated) (the text stopped at a pasted elision mark).
   type: dict
 '''
 

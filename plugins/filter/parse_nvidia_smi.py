@@ -44,7 +44,8 @@ _value:
     - C(driver_version), C(cuda_version), C(timestamp), C(gpu_count), C(gpu_count_mismatch) and C(gpus), a list of dicts with
       C(index), C(bus_id), C(bus_id_raw), C(name), C(uuid), C(serial), C(persistence_mode), C(mig_mode_current), C(pcie),
       C(ecc_mode_current), C(ecc_mode_pending), C(ecc_errors) (C(volatile) and C(aggregate)), C(retired_pages), C(remapped_rows),
-      C(temperature_c), C(power_draw_w) and C(clocks_throttle_reasons).
+      C(temperature_c), C(power_draw_w) (the instant reading where the driver prints instant and average), C(power_average_w)
+      and C(clocks_throttle_reasons).
   type: dict
 '''
 

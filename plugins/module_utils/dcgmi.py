@@ -16,7 +16,8 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'dcgmi'
 
@@ -24,7 +25,7 @@ _STATUS = {'pass': 'pass', 'passed': 'pass', 'fail': 'fail', 'failed': 'fail', '
            'skip': 'skip', 'skipped': 'skip', 'not run': 'skip', 'notrun': 'skip'}
 _RANK = {'fail': 4, 'warn': 3, 'pass': 2, 'skip': 1}
 _BORDER = re.compile(r'^\+[-=]+\+[-=]+\+$')
-_SECTION = re.compile(r'^[|+]-+\s+(\S.*?)\s+-+\+-*[|+]$')
+_SECTION = re.compile(r'^[|+]-+\s+(\S.{0,128}?)\s+-+\+-*[|+]$')
 _STATUS_CELL = re.compile(r'^(Pass|Fail|Warn|Skip|Not Run)\b\s*(?:-\s*(.*))?$', re.IGNORECASE)
 _GPU_STATUS_CELL = re.compile(r'^GPU\s*:?\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip|Not Run)\b', re.IGNORECASE)
 _GPU_REF = re.compile(r'^GPU\s*:?\s*(\d+)\b')
@@ -48,7 +49,8 @@ def _worst(statuses):
 
 
 def _new_test(category, name):
-    return {'category': category, 'name': name, 'status': None, 'overall': None, 'per_gpu': {}, 'messages': []}
+    return {'category': category, 'name': name, 'status': None, 'overall': None, 'per_gpu': {}, 'messages': [],
+            'all_gpus': False}
 
 
 def _gpu_entry(test, gpu):
@@ -88,6 +90,7 @@ def _finish(tests, meta, fmt, truncated, runtime_error=None):
         'version': meta.get('version'),
         'driver_version': meta.get('driver_version'),
         'gpu_device_ids': meta.get('gpu_device_ids'),
+        'gpus_in_run': meta.get('gpus_in_run'),
         'ran': meta.get('ran'),
         'tests': tests,
         'failed_tests': failed,
@@ -166,7 +169,7 @@ def _str_or_none(value):
 def _parse_json(text):
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ParseError(TOOL, 'output looks like JSON but does not parse (cut or edited?): %s' % exc, text[:120])
     if not isinstance(data, dict):
         raise ParseError(TOOL, 'JSON output is not an object', text[:120])
@@ -307,8 +310,30 @@ def _parse_table(text):
             _store_message(current, message)
     if not saw_table:
         return None
+    meta['gpus_in_run'] = _gpus_in_run(tests, meta.get('gpu_device_ids'))
+    for test in tests:
+        if test['all_gpus'] and test['status'] is not None:
+            for gpu in meta['gpus_in_run'] or []:
+                _set_gpu_status(test, gpu, test['status'])
     complete = last_line is not None and bool(_BORDER.match(last_line))
     return _finish(tests, meta, 'text', truncated=not complete)
+
+
+def _gpus_in_run(tests, device_ids):
+    """The GPU ids a text table covers, read from the table itself; None when it names none and lists no devices.
+
+    GPU ids named anywhere (per-GPU status rows, "Warning GPU 3" rows) are the run's GPUs; when the Metadata lists more
+    device ids than that ("GPU Device IDs Detected | 2330,2330,..." has one entry per GPU, in id order) and the named
+    ids fit below that count, the run covered GPUs 0..count-1.  An output with neither (DCGM 2.x has no Metadata) gives
+    None: its "All" rows keep their status on the test (``all_gpus`` True) but cannot name GPUs.
+    """
+    named = set()
+    for test in tests:
+        named.update(int(gpu) for gpu in test['per_gpu'])
+    count = len([part for part in (device_ids or '').split(',') if part.strip()])
+    if count > len(named) and all(gpu < count for gpu in named):
+        return list(range(count))
+    return sorted(named) or None
 
 
 def _store_message(test, message):
@@ -333,6 +358,8 @@ def _apply_status(test, value):
         return
     status = normalize_status(match.group(1))
     target = match.group(2) or ''
+    if target.strip().lower() == 'all':
+        test['all_gpus'] = True
     gpus = [int(gpu) for gpu in re.findall(r'\d+', target)] if 'GPU' in target.upper() else []
     if gpus:
         for gpu in gpus:
@@ -341,16 +368,18 @@ def _apply_status(test, value):
         test['status'] = _worst([test['status'], status]) or test['status']
 
 
+@tool_parser(TOOL)
 def parse_dcgmi_diag(text):
     """``dcgmi diag`` output (``-j`` JSON of DCGM 3.x/4.x, or the text table) -> per-test and per-GPU verdicts.
 
-    Returns {format, level, version, driver_version, gpu_device_ids, ran, tests: [{category, name, status, overall,
-    per_gpu: {"<gpu id>": {status, messages, error_ids}}, messages}], failed_tests, warned_tests, skipped_tests,
-    gpus_failed: [int], gpus_warned: [int], overall: pass|warn|fail|skip|None, truncated, runtime_error}.
+    Returns {format, level, version, driver_version, gpu_device_ids, gpus_in_run, ran, tests: [{category, name, status,
+    overall, per_gpu: {"<gpu id>": {status, messages, error_ids}}, messages, all_gpus}], failed_tests, warned_tests,
+    skipped_tests, gpus_failed: [int], gpus_warned: [int], overall: pass|warn|fail|skip|None, truncated, runtime_error}.
+    A text row such as "Fail - All" sets ``all_gpus`` and gives every GPU of ``gpus_in_run`` (see ``_gpus_in_run``)
+    that status; ``gpus_in_run`` is None for JSON and for a table naming no GPU.
     ``overall`` is None (unknown) when there are no results, when a table is cut (unless a Fail was already seen)
     or when DCGM reported a runtime error.
     """
-    text = require_text(TOOL, text)
     if '\x00' in text:
         raise ParseError(TOOL, 'contains NUL bytes; expected dcgmi text or JSON')
     stripped = text.strip()

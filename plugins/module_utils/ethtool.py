@@ -15,7 +15,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 # Keys of the link-settings output whose value continues on the following indented lines.
 _LIST_KEYS = {
@@ -71,6 +72,7 @@ def _key_value_lines(tool, text):
         yield key.strip(), value.strip()
 
 
+@tool_parser('ethtool')
 def parse_ethtool(text):
     """``ethtool DEV`` (link settings) -> {netdev, speed_mbps, duplex, port, auto_negotiation, link_detected, ...}.
 
@@ -79,7 +81,6 @@ def parse_ethtool(text):
     mode and FEC lists are None when the driver does not report them.
     ``fields`` keeps every value as printed.
     """
-    text = require_text('ethtool', text)
     lines = text.splitlines()
     start = None
     netdev = None
@@ -155,6 +156,7 @@ def parse_ethtool(text):
     return result
 
 
+@tool_parser('ethtool -i')
 def parse_ethtool_driver(text):
     """``ethtool -i DEV`` -> {driver, version, firmware_version, bus_info, ...}.
 
@@ -163,7 +165,6 @@ def parse_ethtool_driver(text):
     the whole string stays in ``firmware_version``, the parts go to
     ``firmware_version_number`` and ``firmware_psid``.
     """
-    text = require_text('ethtool -i', text)
     fields = {}
     for key, value in _key_value_lines('ethtool -i', text):
         fields[key] = value
@@ -227,25 +228,25 @@ def _parse_sections(tool, text, header_re, rows):
     return sections
 
 
+@tool_parser('ethtool -g')
 def parse_ethtool_ring(text):
     """``ethtool -g DEV`` -> {maximum: {rx, rx_mini, rx_jumbo, tx}, current: {...}}; ints, None for n/a.
 
     Extra rows of newer ethtool (RX Buf Len, CQE Size, TX Push, TCP data split)
     are kept under the same section, on/off as booleans.
     """
-    text = require_text('ethtool -g', text)
     return _parse_sections('ethtool -g', text, r'^Ring parameters for (\S+?):$', ('rx', 'rx_mini', 'rx_jumbo', 'tx'))
 
 
+@tool_parser('ethtool -l')
 def parse_ethtool_channels(text):
     """``ethtool -l DEV`` -> {maximum: {rx, tx, other, combined}, current: {...}}; ints, None for n/a."""
-    text = require_text('ethtool -l', text)
     return _parse_sections('ethtool -l', text, r'^Channel parameters for (\S+?):$', ('rx', 'tx', 'other', 'combined'))
 
 
+@tool_parser('ethtool -a')
 def parse_ethtool_pause(text):
     """``ethtool -a DEV`` -> {netdev, autonegotiate, rx, tx} as booleans (plus rx/tx_negotiated when printed)."""
-    text = require_text('ethtool -a', text)
     result = {'netdev': None, 'autonegotiate': None, 'rx': None, 'tx': None}
     found = False
     for line in text.splitlines():
@@ -267,13 +268,13 @@ def parse_ethtool_pause(text):
     return result
 
 
+@tool_parser('ethtool -k')
 def parse_ethtool_features(text):
     """``ethtool -k DEV`` -> {netdev, features: {name: {enabled: bool, fixed: bool}}}.
 
     ``[fixed]`` means the driver does not let it change; ``[requested on]``
     is kept as ``requested``.
     """
-    text = require_text('ethtool -k', text)
     features = {}
     netdev = None
     for line in text.splitlines():
@@ -329,6 +330,7 @@ def classify_counter(name):
     return groups
 
 
+@tool_parser('ethtool -S')
 def parse_ethtool_stats(text):
     """``ethtool -S DEV`` -> {counters: {name: int}, pause, pfc, discards, errors, link, unparsed}.
 
@@ -339,7 +341,6 @@ def parse_ethtool_stats(text):
     rx_pause_duration, ...}}.  Also accepts the output of
     ``ethtool -S DEV | grep ...`` (no header).
     """
-    text = require_text('ethtool -S', text)
     counters = {}
     unparsed = []
     header = False

@@ -12,13 +12,15 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 _SIZE_UNITS = {'b': 1, 'kb': 1024, 'k': 1024, 'mb': 1024 ** 2, 'm': 1024 ** 2,
                'gb': 1024 ** 3, 'g': 1024 ** 3, 'tb': 1024 ** 4, 't': 1024 ** 4}
 
 
+@tool_parser('cmdline')
 def parse_cmdline(text):
     """/proc/cmdline -> {tokens: [...], params: {key: value or True}, init_args: [...]}.
 
@@ -26,7 +28,6 @@ def parse_cmdline(text):
     returned separately as ``init_args``.  A repeated key (``hugepagesz=2M hugepagesz=1G``) keeps every value in
     ``params_all``; ``params`` holds the last one, which is what the kernel uses.
     """
-    text = require_text('cmdline', text)
     if '\x00' in text:
         raise ParseError('cmdline', 'contains NUL bytes; expected /proc/cmdline text')
     stripped = text.strip()
@@ -50,9 +51,9 @@ def parse_cmdline(text):
     return {'tokens': tokens, 'params': params, 'params_all': params_all, 'init_args': init_args}
 
 
+@tool_parser('meminfo')
 def parse_meminfo(text):
     """/proc/meminfo -> {fields: {name: int}, hugepages: {...}} (sizes in bytes, counts as counts)."""
-    text = require_text('meminfo', text)
     fields = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -74,9 +75,9 @@ def parse_meminfo(text):
     return {'fields': fields, 'hugepages': hugepages}
 
 
+@tool_parser('proc_modules')
 def parse_proc_modules(text):
     """/proc/modules -> {modules: {name: {size, refcount, used_by: [...], state}}}."""
-    text = require_text('proc_modules', text)
     modules = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -96,9 +97,9 @@ def parse_proc_modules(text):
     return {'modules': modules}
 
 
+@tool_parser('lsmod')
 def parse_lsmod(text):
     """``lsmod`` output -> {modules: {name: {size, refcount, used_by: [...]}}}."""
-    text = require_text('lsmod', text)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return {'modules': {}}
@@ -114,25 +115,25 @@ def parse_lsmod(text):
     return {'modules': modules}
 
 
+@tool_parser('limits')
 def parse_limits(text):
     """/proc/<pid>/limits -> {limits: {name: {soft, hard, units}}, memlock_bytes: {soft, hard}}.
 
     ``unlimited`` is returned as the string 'unlimited'; numbers as int.
     """
-    text = require_text('limits', text)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or not lines[0].startswith('Limit'):
         raise ParseError('limits', 'missing the "Limit Soft Limit Hard Limit Units" header',
                          lines[0] if lines else None)
     limits = {}
     for line in lines[1:]:
-        match = re.match(r'^(.+?)\s{2,}(\S+)\s+(\S+)(?:\s+(\S+))?\s*$', line)
-        if not match:
+        # The name ends at the first run of two or more spaces; soft, hard and the optional units follow.
+        gap = re.search(r'\s{2,}', line)
+        fields = line[gap.end():].split() if gap else []
+        if not line[:1].strip() or len(fields) not in (2, 3):
             raise ParseError('limits', 'row is not "name soft hard [units]"', line)
-        values = []
-        for raw in (match.group(2), match.group(3)):
-            values.append(int(raw) if raw.isdecimal() else raw)
-        limits[match.group(1).strip()] = {'soft': values[0], 'hard': values[1], 'units': match.group(4)}
+        values = [int(raw) if raw.isdecimal() and len(raw) <= 20 else raw for raw in fields[:2]]
+        limits[line[:gap.start()].strip()] = {'soft': values[0], 'hard': values[1], 'units': fields[2] if len(fields) == 3 else None}
     memlock = limits.get('Max locked memory')
     return {
         'limits': limits,
@@ -140,24 +141,26 @@ def parse_limits(text):
     }
 
 
+@tool_parser('ulimit')
 def parse_ulimit_l(text):
     """``ulimit -l`` (KiB or 'unlimited') -> {memlock_kib: int or 'unlimited'}."""
-    text = require_text('ulimit', text).strip()
+    text = text.strip()
     if text == 'unlimited':
         return {'memlock_kib': 'unlimited'}
-    if not re.match(r'^[0-9]+$', text):
-        raise ParseError('ulimit', 'expected a number of KiB or "unlimited"', text)
+    if not re.match(r'^[0-9]{1,20}$', text):
+        raise ParseError('ulimit', 'expected a number of KiB (at most 20 digits) or "unlimited"', text)
     return {'memlock_kib': int(text)}
 
 
+@tool_parser('cpulist')
 def parse_cpulist(text):
     """A kernel CPU list such as ``0-3,8,10-11`` -> {cpus: [0, 1, 2, 3, 8, 10, 11]}."""
-    text = require_text('cpulist', text).strip()
+    text = text.strip()
     cpus = set()
     if not text:
         return {'cpus': []}
     for part in text.split(','):
-        match = re.match(r'^(\d+)(?:-(\d+))?$', part.strip())
+        match = re.match(r'^(\d{1,7})(?:-(\d{1,7}))?$', part.strip())
         if not match:
             raise ParseError('cpulist', 'expected ranges like 0-3,8', part)
         first = int(match.group(1))
@@ -168,6 +171,7 @@ def parse_cpulist(text):
     return {'cpus': sorted(cpus)}
 
 
+@tool_parser('smp_affinity_list')
 def parse_smp_affinity_list(text):
     """/proc/irq/N/smp_affinity_list -> {cpus: [...]} (same format as a CPU list)."""
     return parse_cpulist(text)

@@ -19,7 +19,8 @@ import json
 import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'iperf3'
 
@@ -32,10 +33,12 @@ _LINE_RE = re.compile(
     r'^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<dir>[TR]X-[CS])\])?\s+(?P<start>%s)-\s*(?P<end>%s)\s+sec\s+'
     r'(?P<xfer>%s)\s+(?P<xunit>[KMGT]?)Bytes\s+(?P<rate>%s)\s+(?P<runit>[KMGT]?)bits/sec(?P<rest>.*)$'
     % (_NUM, _NUM, _NUM, _NUM))
-_JITTER_RE = re.compile(r'(?P<jitter>%s)\s+ms\s+(?P<lost>-?\d+)/(?P<total>\d+)\s+\((?P<pct>[^)%%]*)%%\)' % _NUM)
+# Searched anywhere in the rest of a line: bounded, so a hostile run of digits costs linear time.
+_JITTER_RE = re.compile(r'(?P<jitter>\d{1,9}(?:\.\d{1,9})?)\s{1,16}ms\s{1,16}(?P<lost>-?\d{1,19})/(?P<total>\d{1,19})'
+                        r'\s{1,16}\((?P<pct>[^)%]{0,32})%\)')
 _RETR_RE = re.compile(r'^\s*(?P<n>\d+)(?:\s+(?P<cwnd>%s)\s+(?P<cunit>[KMGT]?)Bytes)?\s*$' % _NUM)
 _HEADER_RE = re.compile(r'^\[\s*ID\]\s+Interval\s+Transfer\s+(?P<cols>.*)$')
-_ERROR_RE = re.compile(r'^iperf3: (?:error|interrupt) - (?P<msg>.+?)\s*$', re.M)
+_ERROR_RE = re.compile(r'^iperf3: (?:error|interrupt) - (?P<msg>\S(?:.*\S)?)', re.M)
 _CPU_RE = re.compile(r'CPU Utilization: local/\w+ (?P<host>%s)%%.*remote/\w+ (?P<remote>%s)%%' % (_NUM, _NUM))
 _VERSION_RE = re.compile(r'^(iperf \d+\.\d+\S*)', re.M)
 
@@ -96,6 +99,7 @@ def _min_interval(intervals):
     return min(full) if full else None
 
 
+@tool_parser(TOOL)
 def parse_iperf3(text):
     """iperf3 output (``-J`` JSON or text, client or server side) -> dict of results.
 
@@ -104,7 +108,6 @@ def parse_iperf3(text):
     min_interval_bps, duration_s, cpu, reverse, role, error, and for text the
     printed figures (sent_printed, received_printed).  Unknown values are None.
     """
-    text = require_text(TOOL, text)
     stripped = text.strip()
     try:
         if stripped.startswith('{'):

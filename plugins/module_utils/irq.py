@@ -12,19 +12,20 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 _HWIRQ = re.compile(r'^(?:\d+(?:-\w+)?|\S+-(?:edge|level|fasteoi))$')
 
 
+@tool_parser('proc_interrupts')
 def parse_proc_interrupts(text):
     """/proc/interrupts -> {cpus: int, irqs: {'N' or 'NMI': {counts, total, chip, hwirq, name, numeric}}}.
 
     Keys are strings (JSON-safe).  A row with fewer counts than CPUs (a cut
     file) keeps the counts it has and reports ``complete: False``.
     """
-    text = require_text('proc_interrupts', text)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise ParseError('proc_interrupts', 'empty input')

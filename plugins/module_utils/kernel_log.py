@@ -16,9 +16,14 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 _BDF = r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+# Patterns searched anywhere in a line use bounded quantifiers (an unbounded run tried at every start is
+# quadratic) and run only on lines holding their literal words.
+_WORD = r'\S{1,64}'
+_DECIMAL = r'\d{1,6}(?:\.\d{1,6})?'
+_LINK = r'\d{1,3}(?:\.\d{1,3})? GT/s PCIe x\d{1,2}'
 
 _TIME_PATTERNS = (
     # journalctl -o short-iso: 2025-01-17T17:10:43+0000 host kernel: ...
@@ -40,17 +45,18 @@ _FALLEN_ONE = re.compile(r'NVRM: GPU (?:at )?(?:PCI:)?(' + _BDF + r'|[0-9a-fA-F]
 _FALLEN_START = re.compile(r'NVRM: The NVIDIA GPU (' + _BDF + r')\s*$')
 _THERMAL = re.compile(r'(temperature above threshold|clock throttled|critical temperature|thermal (?:event|shutdown|trip)'
                       r'|temperature is over|Thermal Slowdown|overheat)', re.IGNORECASE)
-_NETDEV_LINK = re.compile(r'(\S+) (' + _BDF + r') (\S+): (?:NIC )?Link (?:is )?(up|down)\b(.*)$', re.IGNORECASE)
-_IB_PORT = re.compile(r'(\S+) (' + _BDF + r') (\S+): Port: (\d+) Link (\w+)')
-_MODULE = re.compile(r'(\S+) (' + _BDF + r')(?: (\S+))?: Port module event(\[error\])?: module (\d+), (.*)$')
+_NETDEV_LINK = re.compile(r'(' + _WORD + r') (' + _BDF + r') (' + _WORD + r'): (?:NIC )?Link (?:is )?(up|down)\b(.*)$', re.IGNORECASE)
+_IB_PORT = re.compile(r'(' + _WORD + r') (' + _BDF + r') (' + _WORD + r'): Port: (\d{1,5}) Link (\w{1,32})')
+_MODULE = re.compile(r'(' + _WORD + r') (' + _BDF + r')(?: (' + _WORD + r'))?: Port module event(\[error\])?: module (\d{1,5}), (.*)$')
 _AER_RECEIVED = re.compile(r'(' + _BDF + r'): AER: (Multiple )?(Corrected|Correctable|Uncorrected|Uncorrectable)'
-                           r'(?: \((Non-Fatal|Fatal)\))? error (?:message )?received(?: from)?:? (\S+)')
-_AER_DETAIL = re.compile(r'(\S+) (' + _BDF + r'): (?:AER: )?PCIe Bus Error: severity=([^,]+), type=([^,]+)(?:, (?:id=\w+)?\(?([^)]*)\)?)?')
-_AER_BIT = re.compile(r'(' + _BDF + r'):(?: AER:)?\s+\[\s*(\d+)\]\s+(\S+)')
-_BANDWIDTH = re.compile(r'(' + _BDF + r'): ([\d.]+) Gb/s available PCIe bandwidth'
-                        r'(?: \(([\d.]+ GT/s PCIe x\d+) link\))?'
-                        r'(?:, limited by ([\d.]+ GT/s PCIe x\d+) link at (' + _BDF + r') \(capable of ([\d.]+) Gb/s with ([\d.]+ GT/s PCIe x\d+) link\))?')
-_HOTPLUG = re.compile(r'(' + _BDF + r')(?::\S+)?: (?:pciehp: )?(?:Slot\((\S+)\): |slot\((\S+)\): )?Link (Down|Up)(?: event)?\b')
+                           r'(?: \((Non-Fatal|Fatal)\))? error (?:message )?received(?: from)?:? (\S{1,64})')
+_AER_DETAIL = re.compile(r'(' + _WORD + r') (' + _BDF + r'): (?:AER: )?PCIe Bus Error: severity=([^,]{1,64}), type=([^,]{1,64})'
+                         r'(?:, (?:id=\w{1,16})?\(?([^)]{0,256})\)?)?')
+_AER_BIT = re.compile(r'(' + _BDF + r'):(?: AER:)?\s{1,16}\[\s{0,8}(\d{1,3})\]\s{1,16}(\S{1,64})')
+_BANDWIDTH = re.compile(r'(' + _BDF + r'): (' + _DECIMAL + r') Gb/s available PCIe bandwidth'
+                        r'(?: \((' + _LINK + r') link\))?'
+                        r'(?:, limited by (' + _LINK + r') link at (' + _BDF + r') \(capable of (' + _DECIMAL + r') Gb/s with (' + _LINK + r') link\))?')
+_HOTPLUG = re.compile(r'(' + _BDF + r')(?::\S{1,64})?: (?:pciehp: )?(?:Slot\((\S{1,64})\): |slot\((\S{1,64})\): )?Link (Down|Up)(?: event)?\b')
 _SPEED_CHANGE = re.compile(r'(' + _BDF + r'): (?:PCIe )?(?:link|Link) (?:speed|width) (?:changed|degraded|reduced)(.*)$')
 
 
@@ -88,6 +94,7 @@ def _split(line):
     return None, line.strip()
 
 
+@tool_parser('kernel log')
 def parse_kernel_log(text):
     """Kernel log text -> {xid, sxid, fallen_off_bus, thermal, link_events, aer, pcie_link_changes, line_count}.
 
@@ -96,7 +103,6 @@ def parse_kernel_log(text):
     log gives empty lists - a caller that could not read the log at all
     must report that as unknown, not as zero events.
     """
-    text = require_text('kernel log', text)
     result = {'xid': [], 'sxid': [], 'fallen_off_bus': [], 'thermal': [], 'link_events': [], 'aer': [],
               'pcie_link_changes': [], 'line_count': 0}
     pending_fallen = None
@@ -124,7 +130,7 @@ def parse_kernel_log(text):
         if match:
             rest = match.group(3)
             pid = re.search(r"pid=(?:'?<unknown>'?|(\d+))", rest)
-            name = re.search(r'name=([^,]+),', rest)
+            name = re.search(r'name=([^,]{1,256}),', rest)
             detail = re.sub(r"^(?:pid=[^,]*,\s*)?(?:name=[^,]*,\s*)?", '', rest)
             entry.update({'code': int(match.group(2)), 'bus_id': _bus(match.group(1)),
                           'pid': int(pid.group(1)) if pid and pid.group(1) else None,
@@ -149,7 +155,7 @@ def parse_kernel_log(text):
                 result['fallen_off_bus'].append({'bus_id': bus, 'time': when, 'line': line})
             continue
 
-        match = _IB_PORT.search(message)
+        match = _IB_PORT.search(message) if 'Port: ' in message else None
         if match:
             state = match.group(5).upper()
             event = {'ACTIVE': 'up', 'DOWN': 'down'}.get(state, state.lower())
@@ -157,7 +163,7 @@ def parse_kernel_log(text):
                           'port': int(match.group(4)), 'event': event, 'state': state, 'message': message.strip()})
             result['link_events'].append(entry)
             continue
-        match = _MODULE.search(message)
+        match = _MODULE.search(message) if 'Port module event' in message else None
         if match:
             status = match.group(6).strip()
             lowered = status.lower()
@@ -173,7 +179,7 @@ def parse_kernel_log(text):
                           'port': None, 'module': int(match.group(5)), 'event': event, 'state': status, 'message': message.strip()})
             result['link_events'].append(entry)
             continue
-        match = _NETDEV_LINK.search(message)
+        match = _NETDEV_LINK.search(message) if 'link' in message.lower() else None
         if match:
             entry.update({'driver': match.group(1), 'device': _bus(match.group(2)), 'netdev': match.group(3), 'ibdev': None,
                           'port': None, 'event': match.group(4).lower(), 'state': match.group(5).strip(' -,') or None,
@@ -191,7 +197,7 @@ def parse_kernel_log(text):
                           'type': None, 'agent': None, 'errors': []})
             result['aer'].append(entry)
             continue
-        match = _AER_DETAIL.search(message)
+        match = _AER_DETAIL.search(message) if 'PCIe Bus Error' in message else None
         if match:
             bdf = _bus(match.group(2))
             entry.update({'kind': 'detail', 'reported_by': bdf, 'bdf': bdf, 'source_id': None, 'driver': match.group(1),

@@ -14,10 +14,11 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 _ANSI_RE = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
-_PROMPT_RE = re.compile(r'^\S*[@:~]\S*[#$]\s')
+_PROMPT_RE = re.compile(r'^[^\s@:~]{0,64}[@:~][^\s#$]{0,256}[#$]\s')
 
 
 def _strip_ansi(text):
@@ -66,6 +67,7 @@ _DEVICE_FIELDS = {
 }
 
 
+@tool_parser('mlxconfig')
 def parse_mlxconfig(text):
     """``mlxconfig -d X q`` / ``mstconfig -d X q`` -> {device, device_type, description, parameters, ...}.
 
@@ -77,7 +79,6 @@ def parse_mlxconfig(text):
     ``*`` of modified parameters is stripped and the names are listed in
     ``modified``.  ``truncated`` is True when the output holds an ``...`` elision.
     """
-    text = require_text('mlxconfig', text)
     result = {'device': None, 'device_type': None, 'name': None, 'description': None,
               'columns': None, 'parameters': {}, 'parameters_default': None, 'parameters_next_boot': None,
               'pending_changes': None, 'modified': [], 'truncated': False}
@@ -187,6 +188,7 @@ def cqe_compression(parameters):
 
 # --- flint / mstflint -----------------------------------------------------------
 
+@tool_parser('flint')
 def parse_flint(text):
     """``flint -d X q`` / ``mstflint -d X q`` -> {fw_version, psid, image_type, fw_release_date, ...}.
 
@@ -196,7 +198,6 @@ def parse_flint(text):
     is absent).  ``fw_version_running`` is set when a newly burnt image is
     not running yet, and ``reset_pending`` tells whether they differ.
     """
-    text = require_text('flint', text)
     fields = {}
     rom_lines = []
     last_key = None
@@ -239,7 +240,7 @@ def parse_flint(text):
     for raw in rom_lines:
         if _na(raw) is None:
             continue
-        match = re.match(r'^type=(.*?)\s+version=(\S+)(?:\s+cpu=(\S+))?', raw)
+        match = re.match(r'^type=(\S(?:[^=]{0,62}\S)?)\s{1,16}version=(\S+)(?:\s+cpu=(\S+))?', raw)
         roms.append({'raw': raw, 'type': match.group(1) if match else None,
                      'version': match.group(2) if match else None, 'cpu': match.group(3) if match else None})
     base_guid, guids = guid_pair('Base GUID')
@@ -312,24 +313,30 @@ def _int_list(value):
     return [int(part) for part in parts]
 
 
+@tool_parser('mlxlink')
 def parse_mlxlink(text):
     """``mlxlink -d X [-c] [-e] [-m]`` / ``mstlink`` -> {sections, operational, troubleshooting, module, counters, ...}.
 
     ``sections`` keeps every section as {key: value as printed} (ANSI colours
     removed).  ``counters`` (from ``-c``) has the BERs as floats
     (``15E-255`` -> 1.5e-254), error counters as ints and raw errors per lane
-    as a list; fields mlxlink did not print are None.
+    as a list; fields mlxlink did not print are None.  ``truncated`` is True when the text stops at an elision
+    mark (``...``, as pasted outputs are cut): nothing after it is read.
     """
-    text = require_text('mlxlink', text)
     text = _strip_ansi(text)
     lines = text.splitlines()
     sections = {}
     order = []
     current = None
+    truncated = False
     index = 0
     while index < len(lines):
         line = lines[index]
         stripped = line.strip()
+        if stripped in ('...', '\u2026'):
+            # An elision mark where the output was pasted: what follows is not mlxlink's, the rest is unknown.
+            truncated = True
+            break
         following = lines[index + 1].strip() if index + 1 < len(lines) else ''
         if stripped and re.match(r'^-{3,}$', following) and ':' not in stripped:
             current = stripped
@@ -357,7 +364,7 @@ def parse_mlxlink(text):
                 return sections[name]
         return None
 
-    result = {'sections': sections}
+    result = {'sections': sections, 'truncated': truncated}
     operational = section('Operational Info')
     result['operational'] = None
     if operational is not None:

@@ -14,16 +14,18 @@ results were not checked (``-c 0``): both give ``wrong`` None, never 0.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'nccl-tests'
 
 # mpirun --tag-output ("[1,0]<stdout>:") and srun/pdsh-style "[0] " prefixes.
 _PREFIX = re.compile(r'^\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?\s*')
 _JOB_HEADER = re.compile(r'^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)(.*)$')
-_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(.+?)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$')
+_RANK = re.compile(r'^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S{1,255})\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$')
 _TESTS_VERSION = re.compile(r'^#\s*nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?')
 _COLLECTIVE = re.compile(r'^#\s*Collective test (?:starting|concluded):\s*(\S+)')
 _NCCL_VERSION = re.compile(r'NCCL version\s+(\d+\.\d+\.\d+\S*)')
@@ -33,16 +35,17 @@ _BINARY = re.compile(r'(?:^|[\s/])([A-Za-z0-9_]+_perf)(?:\s|$)')
 _NET_IB_USING = re.compile(r'NCCL INFO NET/IB\s*:\s*Using\s+(.*)$')
 _NET_SOCKET_USING = re.compile(r'NCCL INFO NET/Socket\s*:\s*Using\s+(.*)$')
 _IB_DEVICE = re.compile(r'\[(\d+)\]([A-Za-z0-9_.-]+):(\d+)/([A-Za-z]+)')
-_SOCKET_IFACE = re.compile(r'\[(\d+)\]([^:\s\[]+):([^<\s]*)<\d+>')
+_SOCKET_IFACE = re.compile(r'\[(\d+)\]([^:\s\[]{1,64}):([^<\s]{0,64})<\d+>')
 _USING_NETWORK = re.compile(r'NCCL INFO Using network\s+(.+?)\s*$')
-_VIA_NET = re.compile(r'\b(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:.*\bvia\s+NET/([A-Za-z0-9_]+)(/\S*)?')
+_VIA_NET = re.compile(r'\b(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:.{0,512}\bvia\s+NET/([A-Za-z0-9_]+)(/\S*)?')
 _CHANNEL = re.compile(r'NCCL INFO (?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:')
 _COLL_CHANNELS = re.compile(r'NCCL INFO (\d+) coll channels')
-_GDR_RING = re.compile(r'Connected all rings.*\bGDR\s+([01])\b')
+_GDR_RING = re.compile(r'Connected all rings.{0,512}\bGDR\s+([01])\b')
 _NCCL_LOG = re.compile(r'NCCL (?:INFO|WARN|version|error|failure)')
 _ERROR_LINE = re.compile(r'NCCL WARN|NCCL error|Test NCCL failure|Test CUDA failure|NCCL failure|Test failure')
 _INT = re.compile(r'^-?\d+$')
-_FLOAT = re.compile(r'^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$')
+# nccl-tests prints every decimal: '95.' is a number cut short, not 95.
+_FLOAT = re.compile(r'^-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?$')
 
 # Header tokens as the columns they name.
 _COLUMN_NAMES = {
@@ -77,6 +80,11 @@ def _number(token):
     if _FLOAT.match(token):
         return float(token)
     return None
+
+
+def _figure(value):
+    """A time or bandwidth as a figure to grade: finite, non-negative and printed in full, else None."""
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
 def _new_job(header=None):
@@ -125,7 +133,7 @@ def _parse_row(tokens, columns):
         'size_bytes': None, 'count': None, 'type': None, 'redop': None, 'root': None,
         'oop_time_us': None, 'oop_algbw_gbs': None, 'oop_busbw_gbs': None, 'oop_wrong': None, 'oop_error': None,
         'ip_time_us': None, 'ip_algbw_gbs': None, 'ip_busbw_gbs': None, 'ip_wrong': None, 'ip_error': None,
-        'wrong': None, 'error_flagged': False,
+        'wrong': None, 'error_flagged': False, 'valid': True,
     }
     suffix = {'time': 'time_us', 'algbw': 'algbw_gbs', 'busbw': 'busbw_gbs', 'wrong': 'wrong', 'error': 'error'}
     for token, (name, placement) in zip(tokens, columns):
@@ -149,8 +157,13 @@ def _parse_row(tokens, columns):
                     return None
             else:
                 value = _number(token)
-                if value is None and token.rstrip('*') != 'N/A':
+                non_finite = token.rstrip('*').lstrip('+-').lower() in ('inf', 'nan')
+                if value is None and token.rstrip('*') != 'N/A' and not non_finite:
                     return None
+                if non_finite or value is not None and _figure(value) is None:
+                    # inf, nan, 1e309 or a negative: dropped from the figures, the row marked invalid.
+                    value = None
+                    row['valid'] = False
             row['%s_%s' % (placement, suffix[name])] = value
     wrongs = [row[key] for key in ('oop_wrong', 'ip_wrong') if row[key] is not None]
     row['wrong'] = sum(wrongs) if wrongs else None
@@ -161,17 +174,20 @@ def _strip_prefix(line):
     return _PREFIX.sub('', line, count=1)
 
 
+# A root of -1 is how nccl-tests prints "no root" for collectives that have none.
+@tool_parser(TOOL, signed=('root',), keep_command=True)
 def parse_nccl_tests(text):
     """nccl-tests ``*_perf`` output -> rows, bus bandwidth, transport (IB/Socket), GDR, ranks and errors.
 
     Returns {test, nccl_tests_version, nccl_version, rows: [...], avg_busbw_gbs, out_of_bounds, transport, gdr, network,
     transports_seen, ranks: [...], net_devices, ib_hcas, socket_ifaces, channels, multiple_jobs, jobs: [...], errors: [...],
-    truncated}.  When the log holds more than one job header (each rank started its own job, e.g. nccl-tests built
+    truncated, invalid_rows}.  A figure that is not finite or is negative (``1e309`` busbw) is dropped (None) and its
+    row has ``valid`` False; ``invalid_rows`` counts them, and an unusable average leaves ``truncated`` True.
+    When the log holds more than one job header (each rank started its own job, e.g. nccl-tests built
     without MPI, or two hosts each printing a header), ``multiple_jobs`` is True and the top-level ``rows``,
     ``avg_busbw_gbs`` and ``out_of_bounds`` are None: each job is under ``jobs`` and rows are attributed to the job
     header printed last before them (best effort: independent jobs interleave).
     """
-    text = require_text(TOOL, text)
     if '\x00' in text:
         raise ParseError(TOOL, 'contains NUL bytes; expected nccl-tests text output')
     jobs = []
@@ -238,7 +254,7 @@ def parse_nccl_tests(text):
                 'host': match.group(4).strip(),
                 'device': int(match.group(5)),
                 'bus_id': match.group(6),
-                'name': match.group(7) or None,
+                'name': match.group(7).strip() or None,
             })
             continue
         if _ERROR_LINE.search(stripped) and len(errors) < _MAX_ERRORS:
@@ -256,7 +272,7 @@ def parse_nccl_tests(text):
             match = _AVG.match(stripped)
             if match:
                 recognised = True
-                current_job()['avg_busbw_gbs'] = float(match.group(1))
+                current_job()['avg_busbw_gbs'] = _figure(_number(match.group(1)))
                 continue
             match = _OOB.match(stripped)
             if match:
@@ -325,7 +341,8 @@ def parse_nccl_tests(text):
             if match:
                 gdr_evidence.append(match.group(1) == '1')
             continue
-        if binary is None and ('mpirun' in stripped or '$' in stripped or stripped.startswith('./')):
+        if binary is None and ('mpirun' in stripped or '$' in stripped or stripped.startswith('./')
+                               or first_token.rsplit('/', 1)[-1].endswith('_perf')):
             match = _BINARY.search(stripped)
             binary = match.group(1) if match else None
         previous = stripped
@@ -396,6 +413,7 @@ def parse_nccl_tests(text):
         'jobs': jobs,
         'errors': errors,
         'truncated': truncated,
+        'invalid_rows': sum(1 for job in jobs for row in job['rows'] if not row['valid']),
     }
 
 

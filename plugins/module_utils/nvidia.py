@@ -15,7 +15,8 @@ __metaclass__ = type
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 _UNKNOWN = ('', 'n/a', '[n/a]', 'not supported', '[not supported]', 'unknown error', '[unknown error]',
             'requested functionality has been deprecated', '[requested functionality has been deprecated]')
@@ -116,8 +117,23 @@ def _empty_gpu(index):
         'ecc_errors': {'volatile': _ecc_scope({}), 'aggregate': _ecc_scope({})},
         'retired_pages': {'single_bit': None, 'double_bit': None, 'pending': None},
         'remapped_rows': {'correctable': None, 'uncorrectable': None, 'pending': None, 'failure': None},
-        'temperature_c': None, 'power_draw_w': None, 'clocks_throttle_reasons': None,
+        'temperature_c': None, 'power_draw_w': None, 'power_average_w': None, 'clocks_throttle_reasons': None,
     }
+
+
+def _power(read, blocks, names):
+    """(power draw, average power draw) in W from whichever power block and layout the driver printed.
+
+    Older drivers print one ``power_draw``; recent ones (XML ``gpu_power_readings`` with ``instant_power_draw`` and
+    ``average_power_draw``, ``-q`` "Instant Power Draw" / "Average Power Draw") print two and no ``power_draw``: the
+    draw is the instant reading then, falling back to the average.  ``read(block, name)`` returns the raw value.
+    """
+    draw_name, instant_name, average_name = names
+    for block in blocks:
+        draw, instant, average = (_number(read(block, name), 'W') for name in (draw_name, instant_name, average_name))
+        if draw is not None or instant is not None or average is not None:
+            return next((value for value in (draw, instant, average) if value is not None)), average
+    return None, None
 
 
 def _pending(values):
@@ -197,8 +213,9 @@ def _xml_gpu(index, gpu):
         'pending': _yes_no(_text(remapped, 'remapped_row_pending')),
         'failure': _yes_no(_text(remapped, 'remapped_row_failure')),
     }
-    power = _text(gpu, 'gpu_power_readings/power_draw') or _text(gpu, 'power_readings/power_draw')
-    record['power_draw_w'] = _number(power, 'W')
+    record['power_draw_w'], record['power_average_w'] = _power(
+        lambda block, name: _text(gpu, '%s/%s' % (block, name)),
+        ('gpu_power_readings', 'power_readings'), ('power_draw', 'instant_power_draw', 'average_power_draw'))
     reasons = gpu.find('clocks_event_reasons')
     if reasons is None:
         reasons = gpu.find('clocks_throttle_reasons')
@@ -211,6 +228,7 @@ def _xml_gpu(index, gpu):
     return record
 
 
+@tool_parser('nvidia-smi -q -x')
 def parse_nvidia_smi_xml(text):
     """``nvidia-smi -q -x`` -> {driver_version, cuda_version, gpu_count, gpus: [...], gpu_count_mismatch}.
 
@@ -219,7 +237,7 @@ def parse_nvidia_smi_xml(text):
     up as ``gpu_count_mismatch``.
     """
     tool = 'nvidia-smi -q -x'
-    text = require_text(tool, text).strip()
+    text = text.strip()
     if not text.startswith('<'):
         raise ParseError(tool, 'not XML (expected <nvidia_smi_log>)', text.splitlines()[0] if text else None)
     if '<!ENTITY' in text:
@@ -244,6 +262,16 @@ def parse_nvidia_smi_xml(text):
 
 # --------------------------------------------------------------------------- -q text
 
+def _spaced_colon_pair(line):
+    """'Product Name    : H100' -> ('Product Name', 'H100'): split at the first colon that follows whitespace."""
+    colon = line.find(':', 1)
+    while colon > 0:
+        if line[colon - 1].isspace() and line[:colon].strip():
+            return line[:colon].rstrip(), line[colon + 1:].strip()
+        colon = line.find(':', colon + 1)
+    return None
+
+
 def _text_tree(text):
     """Indentation tree of ``nvidia-smi -q``: (header dict, [(block name, block dict)])."""
     header = {}
@@ -262,9 +290,9 @@ def _text_tree(text):
         while len(stack) > 1 and stack[-1][0] >= indent:
             stack.pop()
         current = stack[-1][1]
-        match = re.match(r'^(\S.*?)\s+:\s?(.*)$', stripped)
-        if match:
-            current.setdefault(match.group(1), match.group(2).strip())
+        pair = _spaced_colon_pair(stripped)
+        if pair:
+            current.setdefault(pair[0], pair[1])
         else:
             child = current.get(stripped)
             if not isinstance(child, dict):
@@ -342,8 +370,9 @@ def _text_gpu(index, raw_bus, tree):
         'pending': _yes_no(_get(tree, 'Remapped Rows', 'Pending')),
         'failure': _yes_no(_get(tree, 'Remapped Rows', 'Remapping Failure Occurred')),
     }
-    power = _get(tree, 'GPU Power Readings', 'Power Draw') or _get(tree, 'Power Readings', 'Power Draw')
-    record['power_draw_w'] = _number(power, 'W')
+    record['power_draw_w'], record['power_average_w'] = _power(
+        lambda block, name: _get(tree, block, name),
+        ('GPU Power Readings', 'Power Readings'), ('Power Draw', 'Instant Power Draw', 'Average Power Draw'))
     reasons = _section(tree, 'Clocks Event Reasons') or _section(tree, 'Clocks Throttle Reasons')
     if reasons is not None:
         record['clocks_throttle_reasons'] = [_key(name) for name, value in reasons.items()
@@ -351,10 +380,10 @@ def _text_gpu(index, raw_bus, tree):
     return record
 
 
+@tool_parser('nvidia-smi -q')
 def parse_nvidia_smi_q(text):
     """Plain ``nvidia-smi -q`` (also ``-q -d ECC``/``PAGE_RETIRED``) -> the same shape as parse_nvidia_smi_xml."""
     tool = 'nvidia-smi -q'
-    text = require_text(tool, text)
     header, blocks = _text_tree(text)
     if 'Driver Version' not in header and 'Attached GPUs' not in header and not blocks:
         first = text.strip().splitlines()[0] if text.strip() else None
@@ -371,9 +400,9 @@ def parse_nvidia_smi_q(text):
     }
 
 
+@tool_parser('nvidia-smi')
 def parse_nvidia_smi(text):
     """Either form of the query: XML (``-q -x``) when the text starts with '<', else the text form (``-q``)."""
-    text = require_text('nvidia-smi', text)
     if text.lstrip().startswith('<'):
         return parse_nvidia_smi_xml(text)
     return parse_nvidia_smi_q(text)
@@ -381,6 +410,7 @@ def parse_nvidia_smi(text):
 
 # --------------------------------------------------------------------------- default table
 
+@tool_parser('nvidia-smi')
 def parse_nvidia_smi_table(text):
     """The default ``nvidia-smi`` table -> {driver_version, cuda_version, gpu_count, gpus: [{index, name, bus_id, ...}]}.
 
@@ -388,15 +418,14 @@ def parse_nvidia_smi_table(text):
     Long product names are cut by nvidia-smi itself ('NVIDIA RTX 6000 Ada Gene...').
     """
     tool = 'nvidia-smi'
-    text = require_text(tool, text)
     head = re.search(r'NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?', text)
     if not head:
         first = text.strip().splitlines()[0] if text.strip() else None
         raise ParseError(tool, 'no "NVIDIA-SMI ... Driver Version:" header line', first)
     gpus = []
     lines = text.splitlines()
-    row = re.compile(r'^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S+)\s+\|\s+(\S+)\s+\|')
-    second = re.compile(r'^\|\s*(\S+)\s+(\d+|N/A)C?\s+(P\d+|N/A)\s+(?:(\d+|N/A)W?\s*/\s*(\d+|N/A)W?)?\s*\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|')
+    row = re.compile(r'^\|\s+(\d{1,4})\s+(.{1,96}?)\s+(On|Off)\s+\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(\S+)\s+\|\s+(\S+)\s+\|')
+    second = re.compile(r'^\|\s*(\S+)\s+(\d+|N/A)C?\s+(P\d+|N/A)\s+(?:(\d+|N/A)W?\s*/\s*(\d+|N/A)W?\s*)?\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|')
     for number, line in enumerate(lines):
         match = row.match(line)
         if not match:
@@ -432,6 +461,7 @@ def _affinity_value(raw, integer):
     return int(value) if value.isdecimal() else value
 
 
+@tool_parser('nvidia-smi topo -m')
 def parse_nvidia_smi_topo(text):
     """``nvidia-smi topo -m`` -> {devices, matrix, affinity, nic_legend}.
 
@@ -443,7 +473,7 @@ def parse_nvidia_smi_topo(text):
     only the columns it has.
     """
     tool = 'nvidia-smi topo -m'
-    text = _ANSI_RE.sub('', require_text(tool, text)).expandtabs(8)
+    text = _ANSI_RE.sub('', text).expandtabs(8)
     lines = text.splitlines()
     header_at = None
     for number, line in enumerate(lines):

@@ -22,7 +22,8 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 # The PCIe generations' transfer rates, GT/s.
@@ -51,7 +52,7 @@ _WIDTH_RE = re.compile(r'Width\s+x([0-9]+)' + _ANNOTATION)
 _LNKCAP_RE = re.compile(r'^\s*LnkCap:\s*(.*)$')
 _LNKSTA_RE = re.compile(r'^\s*LnkSta:\s*(.*)$')
 _LNKCAP2_RE = re.compile(r'^\s*LnkCap2:\s*Supported Link Speeds:\s*([^,]*)')
-_EXPRESS_RE = re.compile(r'^\s*Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\(v\d+\)\s*)?([^,(]+?)\s*(?:\(|,|$)')
+_EXPRESS_RE = re.compile(r'^\s*Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\(v\d+\)\s*)?([^,(\s](?:[^,(]{0,62}[^,(\s])?)\s*(?:\(|,|$)')
 
 
 def speed_gts(value):
@@ -136,13 +137,13 @@ def _new_device(bdf, rest):
         if not sep:
             cls, description = None, rest
         if cls is not None:
-            code = re.search(r'\s*\[([0-9a-fA-F]{4})\]$', cls)
+            code = re.search(r'\[([0-9a-fA-F]{4})\]$', cls)
             if code:
                 device['class_code'] = code.group(1).lower()
                 cls = cls[:code.start()]
             device['class'] = cls.strip() or None
-        description = re.sub(r'\s*\((?:rev [0-9a-fA-F]+|prog-if [^)]*)\)', '', description).strip()
-        ids = re.search(r'\s*\[([0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]$', description)
+        description = re.sub(r'\s{0,16}\((?:rev [0-9a-fA-F]{1,4}|prog-if [^)]{0,64})\)', '', description).strip()
+        ids = re.search(r'\[([0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]$', description)
         if ids:
             device['vendor_device'] = ids.group(1).lower()
             description = description[:ids.start()].strip()
@@ -208,6 +209,7 @@ def _finish(device):
     return device
 
 
+@tool_parser('lspci')
 def parse_lspci(text):
     """``lspci -vvv`` [-s BDF] [-D] [-nn] output -> {devices: [{bdf, description, lnkcap_*, lnksta_*, downgraded, ...}]}.
 
@@ -219,7 +221,6 @@ def parse_lspci(text):
     line (LnkCap/LnkSta lines from a grep) is one device with ``bdf: None``.
     Empty text (``lspci -s`` of an absent device) gives no devices.
     """
-    text = require_text('lspci', text)
     if '\x00' in text:
         raise ParseError('lspci', 'contains NUL bytes; expected lspci -vvv text')
     devices = []

@@ -18,7 +18,8 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'perftest'
 
@@ -61,7 +62,7 @@ _ERROR_PATTERNS = (
                                     r'|No such device ID \(\d+\) exists|cuDeviceGetByPCIBusId failed|CUDA is not (?:supported|enabled)')),
     ('port_in_use', re.compile(r'Address already in use|Couldn\'t listen to port|Failed to bind socket|bind failed'
                                r'|Failed to bind RDMA CM address')),
-    ('qp_modify_failed', re.compile(r'Failed to modify QP.*to (?:RTR|RTS|INIT)|Unable to Connect the HCA\'s through the link')),
+    ('qp_modify_failed', re.compile(r'Failed to modify QP.{0,256}to (?:RTR|RTS|INIT)|Unable to Connect the HCA\'s through the link')),
     ('completion_error', re.compile(r'Completion with error|Failed status|WC status|Failed to complete')),
     ('connect_failed', re.compile(r'Couldn\'t connect to|Unable to open file descriptor for socket connection'
                                   r'|Failed to exchange data between server and clients|Unable to init the socket connection'
@@ -74,12 +75,14 @@ _CUDA_CONTEXT = re.compile(r'CUDA|cuMemAlloc|GPU buffer')
 _GENERIC_FAILURE = re.compile(r'^\s*(?:Couldn\'t |Unable to |Failed to |Error[: ]|error: )')
 
 _WARNING = re.compile(r'^\s*(?:WARNING:|Warning:|libibverbs: Warning|Conflicting CPU frequency|Requested mtu is higher than active mtu'
-                      r'|Perftest doesn\'t support|Disabling dynamic polling|Using sampled CPU speed|mlx5: |.*\bis deprecated\b)')
-_TITLE = re.compile(r'^\s*(?P<title>\S.*?\b(?:BW|Latency)\b.*?)\s+Test\s*$')
+                      r'|Perftest doesn\'t support|Disabling dynamic polling|Using sampled CPU speed|mlx5: )')
+_DEPRECATED = re.compile(r'\bis deprecated\b')
+_TITLE_WORD = re.compile(r'\b(?:BW|Latency)\b')
 _DASHES = re.compile(r'^\s*-{20,}\s*$')
 _BANNER = re.compile(r'Waiting for client (?:to connect|rdma_cm QP to connect)')
-_FIELD = re.compile(r'(?:^|\s)(?P<key>[A-Za-z][\w.*()\-]*(?: [\w.*()\-]+)*)\s*:\s*(?P<value>\S+)')
+_FIELD = re.compile(r'(?:^|\s)(?P<key>[A-Za-z][\w.*()\-]{0,40}(?: [\w.*()\-]{1,40}){0,6})\s{0,16}:\s{0,16}(?P<value>\S+)')
 _NUMBER = re.compile(r'^-?(?:\d+(?:\.\d*)?|\.\d+|nan|inf)$', re.IGNORECASE)
+_WELL_FORMED = re.compile(r'^\d{1,20}(?:\.\d{1,20})?$')
 _CMDLINE = re.compile(r'\bib_(?:send|write|read|atomic)_(?:bw|lat)\b')
 _GPU_NAME = re.compile(r'^\[pid = \d+, dev = (?P<index>\d+)\] device name = \[(?P<name>[^\]]*)\]')
 _CUDA_SEEN = re.compile(r'^(?:initializing CUDA|cuMemAlloc\(\) of a|allocated GPU buffer|Picking (?:device No\.|GPU number))')
@@ -113,11 +116,12 @@ _LAT_FIELDS = ('t_min_us', 't_max_us', 't_typical_us', 't_avg_us', 't_stdev_us',
 
 
 def _number(token):
-    """float of a perftest number, None for nan/inf (perftest prints -nan when it divides by zero)."""
-    value = float(token)
-    if math.isnan(value) or math.isinf(value):
+    """float of a perftest number; None for nan/inf (perftest prints -nan when it divides by zero), for a negative
+    figure and for a number cut short (``1.`` at the end of a truncated line: perftest always prints the decimals)."""
+    if not _WELL_FORMED.match(token):
         return None
-    return value
+    value = float(token)
+    return value if math.isfinite(value) else None
 
 
 def _convert(raw, kind):
@@ -133,7 +137,7 @@ def _table_columns(line):
     """Columns of a result table header line, or None when the line is not one."""
     if '#bytes' not in line or '#iterations' not in line:
         return None
-    unit = re.search(r'BW peak\[([^\]]+)\]', line)
+    unit = re.search(r'BW peak\[([^\]]{1,32})\]', line)
     if unit:
         columns = list(_BW_COLUMNS)
         if '#sl' in line:
@@ -181,20 +185,35 @@ def _lat_row(values):
     return row
 
 
+def _title(line):
+    """'RDMA_Write BW Test' -> 'RDMA_Write BW': a section title line (ending in 'Test', naming BW or Latency), else None."""
+    stripped = line.strip()
+    if not stripped.endswith('Test') or not stripped[-5:-4].isspace():
+        return None
+    title = stripped[:-4].rstrip()
+    return title if _TITLE_WORD.search(title) else None
+
+
 def _new_section(title):
     return {'title': title, 'header': {}, 'fields': {}, 'table': None, 'results': [], 'closed': False,
             'server_banner': False}
 
 
 def _parse_row(tokens, table, not_measured):
-    """A result row from numeric tokens; ``complete`` is False when columns are missing (truncated output)."""
+    """A result row from numeric tokens.
+
+    ``complete`` is False when columns are missing or the last number is cut short (truncated output); ``valid`` is
+    False when a figure is not a finite, non-negative, well-formed number (-nan, inf, -1, 1.): that figure is None.
+    """
     columns = table['columns']
     values = {}
     for name, token in zip(columns, tokens):
         values[name] = _number(token)
-    complete = len(tokens) >= len(columns)
+    cut_short = bool(tokens) and tokens[-1].endswith('.')
+    complete = len(tokens) >= len(columns) and not cut_short
     row = _bw_row(values, table, not_measured) if table['kind'] == 'bw' else _lat_row(values)
     row['complete'] = complete
+    row['valid'] = all(value is not None for value in values.values())
     return row
 
 
@@ -218,6 +237,7 @@ def _side(section):
     return None
 
 
+@tool_parser(TOOL, keep_command=True)
 def parse_perftest(text):
     """Output of one perftest run (stdout and stderr, client or server) -> dict.
 
@@ -229,7 +249,6 @@ def parse_perftest(text):
     Missing numbers are None.  Raises ParseError when the text holds neither a
     perftest header or table nor a recognised perftest error.
     """
-    text = require_text(TOOL, text)
     if '\x00' in text:
         raise ParseError(TOOL, 'contains NUL bytes; expected perftest text output')
     lines = [re.sub(r'^>\s?', '', line.rstrip('\r')) for line in text.splitlines()]
@@ -275,14 +294,14 @@ def parse_perftest(text):
             continue
         if _CUDA_SEEN.match(stripped):
             use_cuda = True
-        if _WARNING.match(line):
+        if _WARNING.match(line) or _DEPRECATED.search(line):
             warnings.append(stripped)
             if "BW peak won't be measured" in stripped:
                 not_measured = True
             continue
-        title = _TITLE.match(line)
+        title = _title(line)
         if title and ':' not in line:
-            current = _new_section(title.group('title'))
+            current = _new_section(title)
             current['server_banner'] = banner_pending
             banner_pending = False
             sections.append(current)
@@ -369,7 +388,8 @@ def parse_perftest(text):
         'side': _side(primary) if primary else None,
         'waiting_for_client': banner_seen,
         'warnings': warnings,
-        'complete': bool(results) and error_class is None and primary['closed'] and all(row['complete'] for row in results),
+        'complete': (bool(results) and error_class is None and primary['closed']
+                     and all(row['complete'] and row['valid'] for row in results)),
         'sections': [_section_summary(section) for section in sections],
     }
     return result

@@ -20,7 +20,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
 TOOL = 'ping'
 
@@ -30,7 +31,7 @@ _HEADER_RE = re.compile(r'^PING (?P<dest>[^\s(]+) ?\((?P<ip>[^)]+)\)(?: from (?P
                         r'(?P<size>\d+)(?:\((?P<packet>\d+)\))? (?:bytes of data|data bytes)', re.M)
 _STATS_HEAD_RE = re.compile(r'^--- (?P<dest>\S+) ping statistics ---', re.M)
 _SENT_RE = re.compile(r'^(?P<tx>\d+) packets transmitted, (?P<rx>\d+) (?:packets )?received(?P<rest>.*)$', re.M)
-_LOSS_RE = re.compile(r'(?P<loss>%s)%% packet loss' % _NUM)
+_LOSS_RE = re.compile(r'(?P<loss>\d{1,3}(?:\.\d{1,6})?)% packet loss')
 _ERRORS_RE = re.compile(r'\+(?P<n>\d+) errors')
 _DUPS_RE = re.compile(r'\+(?P<n>\d+) duplicates')
 _TIME_RE = re.compile(r'time (?P<ms>\d+)ms')
@@ -53,6 +54,7 @@ def _float(text):
     return float(text) if text is not None else None
 
 
+@tool_parser(TOOL)
 def parse_ping(text):
     """iputils ``ping`` output -> dict.
 
@@ -63,7 +65,6 @@ def parse_ping(text):
     true for an explicit unreachable message, or for 100% loss that is not
     explained by fragmentation.
     """
-    text = require_text(TOOL, text)
     try:
         return _parse(text)
     except ParseError:

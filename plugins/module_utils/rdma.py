@@ -17,7 +17,8 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError, require_text
+from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
 # Kernel sysfs "state" (enum ib_port_state) and "phys_state" (IB PortPhysicalState) codes.
@@ -149,7 +150,25 @@ def _empty_ibstat_device():
 
 _IBSTAT_CA = re.compile(r"^(CA|Switch|Router|iWARP RNIC|\?\?\?):? '([^']+)'\s*$")
 _IBSTAT_PORT = re.compile(r'^\s*Port (\d+):\s*$')
-_KEY_VALUE = re.compile(r'^\s*([A-Za-z][A-Za-z _/-]*?)\s*:\s*(.*?)\s*$')
+_KEY = re.compile(r'^[A-Za-z][A-Za-z _/-]*$')
+_GID_KEY = re.compile(r'^GID\[\s*\d+\]$')
+
+
+def _key_value(line, gid_keys=False):
+    """(key, value) of a 'key: value' line, both stripped, split at the first colon; None for other lines."""
+    key, sep, value = line.partition(':')
+    key = key.strip()
+    if not sep or not (_KEY.match(key) or gid_keys and _GID_KEY.match(key)):
+        return None
+    return key, value.strip()
+
+
+def _without_note(value):
+    """'40 (FDR10)' -> '40': a value without its parenthesised note."""
+    head, sep, tail = value.partition('(')
+    return head.strip() if sep and tail.rstrip().endswith(')') else value
+
+
 _IBSTAT_DEVICE_KEYS = {'number of ports': 'number_of_ports', 'firmware version': 'firmware_version',
                        'hardware version': 'hardware_version', 'node guid': 'node_guid',
                        'system image guid': 'system_image_guid'}
@@ -158,6 +177,7 @@ _IBSTAT_PORT_KEYS = {'state': 'state', 'physical state': 'physical_state', 'rate
                      'port guid': 'port_guid', 'link layer': 'link_layer'}
 
 
+@tool_parser('ibstat')
 def parse_ibstat(text):
     """``ibstat`` (infiniband-diags) -> {devices: {NAME: {ca_type, number_of_ports, firmware_version,
     hardware_version, node_guid, system_image_guid, ports: {N: {state, physical_state, rate_gbps, base_lid,
@@ -170,7 +190,6 @@ def parse_ibstat(text):
     truncated output is None and a CA whose ports were cut off has ``ports: {}``.  No output (no devices) is
     ``{devices: {}}``; text without any CA block raises ParseError.
     """
-    text = require_text('ibstat', text)
     devices = {}
     device = port = None
     for line in _ANSI.sub('', text).splitlines():
@@ -187,10 +206,10 @@ def parse_ibstat(text):
         if port_header:
             port = device['ports'].setdefault(int(port_header.group(1)), _empty_ibstat_port())
             continue
-        pair = _KEY_VALUE.match(line)
+        pair = _key_value(line)
         if not pair:
             continue
-        key, value = pair.group(1).lower(), _value(pair.group(2))
+        key, value = pair[0].lower(), _value(pair[1])
         if port is None:
             if key.endswith(' type'):
                 device['ca_type'] = value
@@ -201,7 +220,7 @@ def parse_ibstat(text):
         field = _IBSTAT_PORT_KEYS.get(key)
         if field == 'rate_gbps':
             # "Rate: 400", "Rate: 2.5" (1X SDR) or "Rate: 40 (FDR10)"
-            port[field] = _number(re.sub(r'\s*\(.*\)\s*$', '', value)) if value else None
+            port[field] = _number(_without_note(value)) if value else None
         elif field in ('base_lid', 'sm_lid'):
             port[field] = _lid(value)
             if field == 'base_lid':
@@ -216,6 +235,7 @@ def parse_ibstat(text):
 _IBSTATUS_HEADER = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:\s*$")
 
 
+@tool_parser('ibstatus')
 def parse_ibstatus(text):
     """``ibstatus`` (the infiniband-diags script) -> {devices: {NAME: {ports: {N: {default_gid, base_lid,
     sm_lid, state, state_code, phys_state, phys_state_code, rate_gbps, rate_text, width, speed, link_layer,
@@ -226,7 +246,6 @@ def parse_ibstatus(text):
     ibstatus prints 'unknown' for a file it cannot read: that is None here.  Text before the first
     "Infiniband device" block is ignored; text without any block raises ParseError.
     """
-    text = require_text('ibstatus', text)
     devices = {}
     port = None
     for line in _ANSI.sub('', text).splitlines():
@@ -238,10 +257,10 @@ def parse_ibstatus(text):
                 'phys_state': None, 'phys_state_code': None, 'rate_gbps': None, 'rate_text': None,
                 'width': None, 'speed': None, 'link_layer': None, 'warnings': []})
             continue
-        pair = _KEY_VALUE.match(line) if port is not None else None
+        pair = _key_value(line) if port is not None else None
         if not pair:
             continue
-        key, value = pair.group(1).lower(), pair.group(2)
+        key, value = pair[0].lower(), pair[1]
         if key == 'default gid':
             port['default_gid'] = _value(value)
         elif key in ('base lid', 'sm lid'):
@@ -264,7 +283,6 @@ def parse_ibstatus(text):
     return {'devices': devices}
 
 
-_DEVINFO_CODED = re.compile(r'^(.*?)\s*\((-?\d+)\)$')
 _DEVINFO_GID = re.compile(r'^GID\[\s*(\d+)\]$')
 
 
@@ -272,9 +290,9 @@ def _coded(value):
     """'PORT_ACTIVE (4)' -> ('PORT_ACTIVE', 4); 'InfiniBand' -> ('InfiniBand', None)."""
     if value is None:
         return None, None
-    match = _DEVINFO_CODED.match(value)
-    if match:
-        return match.group(1).strip() or None, int(match.group(2))
+    head, sep, code = value[:-1].rpartition('(') if value.endswith(')') else ('', '', '')
+    if sep and re.match(r'^-?\d{1,9}$', code):
+        return head.strip() or None, int(code)
     return value, None
 
 
@@ -285,6 +303,7 @@ def _devinfo_port(device, number):
         'active_width': None, 'active_speed': None, 'gids': [], 'fields': {}})
 
 
+@tool_parser('ibv_devinfo')
 def parse_ibv_devinfo(text):
     """``ibv_devinfo`` or ``ibv_devinfo -v`` -> {devices: {HCA_ID: {transport, transport_code, fw_ver,
     node_guid, sys_image_guid, vendor_id, vendor_part_id, hw_ver, board_id, phys_port_cnt, fields,
@@ -295,14 +314,13 @@ def parse_ibv_devinfo(text):
     printed on their own lines by -v are skipped.  ``gids`` (-v only) are {index, gid, type}.
     'No IB devices found' or no output is ``{devices: {}}``; text without any hca_id raises ParseError.
     """
-    text = require_text('ibv_devinfo', text)
     devices = {}
     device = port = None
     for line in _ANSI.sub('', text).splitlines():
-        pair = _KEY_VALUE.match(line) or re.match(r'^\s*(GID\[\s*\d+\])\s*:\s*(.*?)\s*$', line)
+        pair = _key_value(line, gid_keys=True)
         if not pair:
             continue
-        key, value = pair.group(1).strip(), _value(pair.group(2))
+        key, value = pair[0], _value(pair[1])
         if key == 'hca_id':
             if value is None:
                 device = None
@@ -355,6 +373,7 @@ _SHOW_GIDS_GID = re.compile(r'^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$')
 _IPV4 = re.compile(r'^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$')
 
 
+@tool_parser('show_gids')
 def parse_show_gids(text):
     """``show_gids`` (NVIDIA MLNX_OFED / DOCA script) -> {gids: [{device, port, index, gid, ipv4, roce_version,
     netdev}], roce_v2_ipv4: {DEVICE: {port, index, ipv4, netdev}}, n_gids_found, complete}.
@@ -364,7 +383,6 @@ def parse_show_gids(text):
     the GID index to give perftest (-x) and NCCL (NCCL_IB_GID_INDEX).  ``complete`` is False when the
     ``n_gids_found=`` trailer is missing (truncated output) or disagrees with the rows.
     """
-    text = require_text('show_gids', text)
     gids = []
     seen_header = False
     n_gids_found = None
@@ -411,16 +429,16 @@ def pick_roce_v2_ipv4(gids):
     return chosen
 
 
-_IP_ADDR = re.compile(r'^(\d+):\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+([0-9a-fA-F.:]+)/(\d+)(.*)$')
+_IP_ADDR = re.compile(r'^(\d{1,10}):\s+([^\s@]{1,64})(?:@\S{1,64})?\s+(inet6?)\s+([0-9a-fA-F.:]+)/(\d+)(.*)$')
 
 
+@tool_parser('ip')
 def parse_ip_addr(text):
     """``ip -o addr show`` (one line per address; ``-4`` for IPv4 only) -> {addresses: [{ifindex, ifname,
     family, address, prefixlen, scope, secondary, label}], ipv4_by_netdev: {IFNAME: [address, ...]}}.
 
     Other ``ip`` output (without ``-o``) raises ParseError.
     """
-    text = require_text('ip', text)
     addresses = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():

@@ -147,3 +147,39 @@ def test_connection_error_hint():
             'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
     assert 'nv-hostengine' in dcgmi.classify_connection_error(text)
     assert dcgmi.classify_connection_error('Successfully ran diagnostic for group.') is None
+
+
+# --- "Pass/Fail/Skip - All" rows name every GPU of the run ----------------------------------------
+
+def test_fail_all_with_a_warning_per_gpu_names_all_eight_gpus_found_public():
+    result = dcgmi.parse_dcgmi_diag(
+        fixtures.local('dcgmi/dcgmi_diag_r3_dcgm3.3.8_gpu_memory_fail_all_8xh100_prompt_nccltests264.txt'))
+    memory = _test(result, 'GPU Memory')
+    assert memory['all_gpus'] is True and memory['overall'] == 'fail'
+    assert sorted(memory['per_gpu']) == [str(gpu) for gpu in range(8)]
+    assert all(entry['status'] == 'fail' for entry in memory['per_gpu'].values())
+    assert "Unable to initialize CUDA library: 'system not yet initialized'" in memory['per_gpu']['5']['messages'][0]
+    assert result['gpus_in_run'] == list(range(8)) and result['gpus_failed'] == list(range(8))
+    assert result['failed_tests'] == ['GPU Memory'] and result['overall'] == 'fail' and result['truncated'] is False
+    assert _test(result, 'PCIe')['per_gpu']['7']['status'] == 'skip' and _test(result, 'Denylist')['all_gpus'] is False
+    assert result['version'] == '3.3.8'
+
+
+def test_fail_all_naming_one_gpu_covers_every_device_the_metadata_lists():
+    result = dcgmi.parse_dcgmi_diag(
+        fixtures.local('dcgmi/dcgmi_diag_r2_dcgm3.3.0_pcie_fail_all_one_gpu_named_8gpu_prompt_blog.txt'))
+    pcie = _test(result, 'PCIe')
+    assert pcie['overall'] == 'fail' and sorted(pcie['per_gpu']) == [str(gpu) for gpu in range(8)]
+    assert 'unsupported display driver / cuda driver combination' in pcie['per_gpu']['0']['messages'][0]
+    assert pcie['per_gpu']['3']['messages'] == [] and pcie['per_gpu']['3']['status'] == 'fail'
+    assert result['gpus_failed'] == list(range(8)) and result['overall'] == 'fail'
+
+
+def test_all_rows_without_any_gpu_list_keep_the_status_on_the_test():
+    """DCGM 2.x prints no Metadata and names no GPU: 'Pass - All' cannot be expanded, and says so."""
+    result = dcgmi.parse_dcgmi_diag(fixtures.local('dcgmi/dcgmi_diag_r2_dcgm2_pass_all_no_gpu_list_prompt_ppc64le_notes.txt'))
+    memory = _test(result, 'GPU Memory')
+    assert memory['all_gpus'] is True and memory['status'] == 'pass' and memory['per_gpu'] == {}
+    assert result['gpus_in_run'] is None and result['overall'] == 'pass' and result['gpus_failed'] == []
+    assert result['skipped_tests'] == ['CUDA Toolkit Libraries', 'Diagnostic', 'SM Performance', 'Targeted Performance',
+                                       'Targeted Power']

@@ -222,3 +222,10 @@ def test_build_argv_client_and_server():
         ['-c', '10.0.0.2', '-p', '5201', '-t', '3', '-P', '4', '-i', '1', '-O', '1', '-R', '-u', '-b', '10G', '-J']
     assert iperf3.build_iperf3_argv({'role': 'client', 'server': 'peer', 'interval': 0.5, 'json': False}) == \
         ['-c', 'peer', '-p', '5201', '-t', '10', '-P', '1', '-i', '0.5']
+
+
+def test_an_interval_line_of_32k_digits_is_a_clear_error():
+    """Issue 13: one iperf3 line ending in 32K digits took 92 s; no tool prints such a number, so it is refused at once."""
+    line = '[  5]   0.00-1.00   sec   662 MBytes  5.55 Gbits/sec  ' + '1' * 32768 + '\n'
+    with pytest.raises(ParseError, match='a number of more than 64 digits'):
+        iperf3.parse_iperf3(line)

@@ -129,3 +129,11 @@ def test_summarize_xid():
 def test_non_text_is_a_parse_error():
     with pytest.raises(ParseError):
         kernel_log.parse_kernel_log(None)
+
+
+def test_a_megabyte_of_dotted_digits_is_read_as_plain_lines():
+    """Issue 13's slowest kernel-log case (1,000 lines of 1 KB of '1.1.1...', 30 s before): now plain lines, no event."""
+    result = kernel_log.parse_kernel_log(('1.' * 512 + '\n') * 1000)
+    assert result['line_count'] == 1000
+    assert not any(result[key] for key in ('xid', 'sxid', 'fallen_off_bus', 'thermal', 'link_events', 'aer',
+                                           'pcie_link_changes'))

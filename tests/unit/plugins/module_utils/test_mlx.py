@@ -148,3 +148,19 @@ def test_mlxlink_without_counters_leaves_them_unknown():
 def test_mlxlink_rejects_garbage(text):
     with pytest.raises(ParseError):
         mlx.parse_mlxlink(text)
+
+
+def test_mlxlink_recent_mft_ndr_link_pasted_with_prompts_and_elided_found_public():
+    result = mlx.parse_mlxlink(fixtures.local('mlx/mlxlink_cx7_ndr_show_mo_doca3.3_prompt_truncated_in_source.txt'))
+    operational = result['operational']
+    assert (operational['state'], operational['physical_state'], operational['speed'], operational['width']) == \
+        ('Active', 'LinkUp', 'IB-NDR', '4x')
+    assert operational['fec'] == 'Ethernet_Consortium_LL_50G_RS_FEC_PLR -(272,257+1)'
+    assert result['supported']['enabled_link_speed'] == '0x000000f1 (NDR,HDR,EDR,FDR,SDR)'
+    # The author's "..." cut the Troubleshooting Info: unknown, and the result says it was cut.
+    assert result['troubleshooting'] == {'status_opcode': None, 'group_opcode': None, 'recommendation': None}
+    assert result['truncated'] is True
+
+
+def test_mlxlink_full_output_is_not_truncated():
+    assert mlx.parse_mlxlink(fixtures.local('mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt'))['truncated'] is False

@@ -149,3 +149,46 @@ def test_nccl_failure_lines_are_errors():
 def test_foreign_text_is_a_parse_error(text):
     with pytest.raises(ParseError):
         nccl.parse_nccl_tests(text)
+
+
+H100 = 'nccl/all_reduce_perf_h100_ring_512M_8G_healthy_avg95_nccltests252.txt'
+H100_LAST_ROW = ('  8589934592    2147483648     float     sum      -1   158070   54.34   95.10      0   '
+                 '158561   54.17   94.80      0')
+
+
+def test_infinite_busbw_is_dropped_and_its_row_marked_invalid():
+    """1e309 in the table reads as inf: never a figure to grade (issue 13 graded it healthy, bucket A)."""
+    text = fixtures.local(H100).replace(H100_LAST_ROW, H100_LAST_ROW.replace('95.10', '1e309'))
+    result = nccl.parse_nccl_tests(text)
+    last = result['rows'][-1]
+    assert last['oop_busbw_gbs'] is None and last['valid'] is False and last['ip_busbw_gbs'] == 94.80
+    assert result['invalid_rows'] == 1 and all(row['valid'] for row in result['rows'][:-1])
+    assert nccl.busbw_at_max_size(result) == 94.80 and nccl.max_busbw(result) == 97.54
+
+
+@pytest.mark.parametrize('token', ['-95.10', 'nan', 'inf'])
+def test_negative_or_non_finite_busbw_is_dropped(token):
+    result = nccl.parse_nccl_tests(fixtures.local(H100).replace(H100_LAST_ROW, H100_LAST_ROW.replace('95.10', token)))
+    assert result['rows'][-1]['oop_busbw_gbs'] is None and result['invalid_rows'] == 1
+
+
+@pytest.mark.parametrize('average', ['1e309', 'inf', '95.', '95.3.1'])
+def test_unusable_average_is_unknown_and_the_run_truncated(average):
+    result = nccl.parse_nccl_tests(fixtures.local(H100).replace('95.3009', average))
+    assert result['avg_busbw_gbs'] is None and result['truncated'] is True
+
+
+def test_busbw_cut_mid_number_is_not_a_row():
+    cut = H100_LAST_ROW[:H100_LAST_ROW.index('95.10') + 3]  # '... 54.34   95.'
+    result = nccl.parse_nccl_tests(fixtures.local(H100).replace(H100_LAST_ROW, cut))
+    assert [row['size_bytes'] for row in result['rows']][-1] == 4294967296 and result['truncated'] is True
+
+
+@pytest.mark.parametrize('prompt', ['$ all_reduce_perf -b 8 -e 8G', 'root@gpu07:~# sudo all_reduce_perf -b 8 -e 8G',
+                                    '[ops@gpu07 ~]$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G'])
+def test_the_pasted_command_line_names_the_test(prompt):
+    """The prompt is removed but the command stays: a table without 'Collective test' lines is named by its binary."""
+    body = fixtures.local(H100)
+    assert nccl.parse_nccl_tests(body)['test'] is None
+    result = nccl.parse_nccl_tests(prompt + '\n' + body)
+    assert result['test'] == 'all_reduce_perf' and result['rows'] == nccl.parse_nccl_tests(body)['rows']

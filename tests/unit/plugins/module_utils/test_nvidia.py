@@ -209,3 +209,47 @@ def test_pair_without_any_link_gives_unknown_gpu():
     pairs = nvidia.pair_gpus_with_nics({'devices': ['GPU0', 'NIC0'], 'matrix': {}, 'affinity': {}, 'nic_legend': {'NIC0': 'mlx5_0'}})
     assert pairs == [{'nic': 'mlx5_0', 'nic_column': 'NIC0', 'gpu': None, 'gpu_name': None, 'link': None,
                       'numa_node': None, 'numa_local': None}]
+
+
+def test_xml_instant_and_average_power_layout_of_recent_drivers_found_public():
+    """Driver 575 prints gpu_power_readings with instant_power_draw / average_power_draw and no power_draw."""
+    result = nvidia.parse_nvidia_smi_xml(
+        fixtures.local('nvidia/nvidia_smi_qx_575.51.02_rtx4070_laptop_instant_average_power_prompt.xml.txt'))
+    gpu = result['gpus'][0]
+    assert result['driver_version'] == '575.51.02' and result['gpu_count'] == 1 and result['gpu_count_mismatch'] is False
+    assert (gpu['power_draw_w'], gpu['power_average_w'], gpu['temperature_c']) == (11.26, 11.15, 41.0)
+    assert gpu['bus_id'] == '0000:01:00.0' and gpu['pcie']['gen_current'] == 2 and gpu['pcie']['width_max'] == 8
+    assert gpu['remapped_rows'] == {'correctable': 0, 'uncorrectable': 0, 'pending': False, 'failure': False}
+    assert gpu['clocks_throttle_reasons'] == ['gpu_idle']
+
+
+def test_xml_older_power_draw_layout_still_read():
+    result = nvidia.parse_nvidia_smi_xml(
+        fixtures.shared('nvidia-smi-xml/nvidia_smi_qx_515.105.01_TeslaT4_retired_pages_zero_telegraf.xml.txt'))
+    assert result['gpus'][0]['power_draw_w'] == 26.78 and result['gpus'][0]['power_average_w'] is None
+
+
+@pytest.mark.parametrize('readings, draw, average', [
+    ('<average_power_draw>88.0 W</average_power_draw>', 88.0, 88.0),
+    ('<power_draw>70.5 W</power_draw><average_power_draw>69.0 W</average_power_draw>', 70.5, 69.0),
+    ('<instant_power_draw>N/A</instant_power_draw><average_power_draw>N/A</average_power_draw>', None, None),
+])
+def test_xml_power_blocks_of_each_schema(readings, draw, average):
+    text = fixtures.local('nvidia/nvidia_smi_qx_575.51.02_rtx4070_laptop_instant_average_power_prompt.xml.txt')
+    start, end = text.index('<gpu_power_readings>'), text.index('</gpu_power_readings>')
+    for block in ('gpu_power_readings', 'power_readings'):
+        edited = text[:start] + '<%s>%s</%s>' % (block, readings, block) + text[end + len('</gpu_power_readings>'):]
+        gpu = nvidia.parse_nvidia_smi_xml(edited)['gpus'][0]
+        assert (gpu['power_draw_w'], gpu['power_average_w']) == (draw, average)
+
+
+def test_q_text_instant_and_average_power_lines():
+    """nvidia-smi -q of recent drivers prints 'Average Power Draw' / 'Instant Power Draw' instead of 'Power Draw'."""
+    text = fixtures.shared('nvidia-smi/nvidia_smi_q_535.161.08_8xH100_sxm_healthy_gpud.txt')
+    old = '        Power Draw                        : 67.74 W\n'
+    assert old in text
+    new = ('        Average Power Draw                : 66.10 W\n'
+           '        Instant Power Draw                : 67.74 W\n')
+    gpu = nvidia.parse_nvidia_smi_q(text.replace(old, new, 1))['gpus'][0]
+    assert (gpu['power_draw_w'], gpu['power_average_w']) == (67.74, 66.10)
+    assert nvidia.parse_nvidia_smi_q(text)['gpus'][0]['power_draw_w'] == 67.74

@@ -24,7 +24,8 @@ def test_ib_read_lat_ib_sriov_vf_percentiles_and_cpu_warnings():
         ('RDMA_Read Latency', 'lat', 'mlx5_8', 'IB', 4096)
     assert result['gid_index'] is None and result['bw_unit'] is None and result['error_class'] is None
     assert result['results'] == [{'bytes': 2, 'iterations': 1000, 't_min_us': 1.84, 't_max_us': 12.20, 't_typical_us': 1.90,
-                                  't_avg_us': 1.97, 't_stdev_us': 0.47, 'p99_us': 2.24, 'p999_us': 12.20, 'complete': True}]
+                                  't_avg_us': 1.97, 't_stdev_us': 0.47, 'p99_us': 2.24, 'p999_us': 12.20, 'complete': True,
+                                  'valid': True}]
     assert len(result['warnings']) == 2 and all('Conflicting CPU frequency' in w for w in result['warnings'])
     assert result['outstand_reads'] == 16 and result['data_ex_method'] == 'Ethernet' and result['rdma_cm'] is False
     assert result['complete'] is True and result['side'] == 'client'
@@ -257,3 +258,60 @@ def test_build_argv_server_sweep_keeps_cpu_freq_check():
     params = {'test': 'ib_send_lat', 'role': 'server', 'server': None, 'all_sizes': True, 'size': None, 'iterations': 5000,
               'port': 20000, 'cpu_freq_check': True}
     assert perftest.build_perftest_argv(params) == ['-a', '-n', '5000', '-p', '20000']
+
+
+# --- figures a client cut short, or that perftest could not compute, are never graded -------------
+
+READ_LAT = 'ib_read_lat_ib_mlx5_sriov_vf_pod_spiderpool_doc.txt'
+READ_LAT_ROW = '2       1000          1.84           12.20        1.90     \t       1.97        \t0.47   \t\t2.24    \t\t12.20'
+
+
+def _read_lat_with_row(row):
+    text = fixtures.shared('perftest/' + READ_LAT)
+    assert READ_LAT_ROW in text
+    return perftest.parse_perftest(text.replace(READ_LAT_ROW, row))
+
+
+def test_latency_row_cut_mid_number_is_incomplete_not_1_us():
+    """A client that timed out leaves '1.' at the end of its last line: that is not 1.0 us."""
+    result = _read_lat_with_row('2       1000          1.84           12.20        1.')
+    row = result['results'][0]
+    assert row['t_typical_us'] is None and row['complete'] is False and row['valid'] is False
+    assert result['complete'] is False
+
+
+@pytest.mark.parametrize('typical', ['-1.90', '-nan', 'inf'])
+def test_negative_or_non_finite_latency_is_unknown(typical):
+    result = _read_lat_with_row(READ_LAT_ROW.replace('1.90', typical, 1))
+    row = result['results'][0]
+    assert row['t_typical_us'] is None and row['valid'] is False and row['t_avg_us'] == 1.97
+    assert result['complete'] is False
+
+
+def test_latency_in_exponent_form_is_not_a_result_row():
+    """perftest never prints exponents: a row holding 1e309 is foreign text, so there is no figure to grade."""
+    result = _read_lat_with_row(READ_LAT_ROW.replace('1.90', '1e309', 1))
+    assert result['results'] == [] and result['complete'] is False
+
+
+# --- the newest header layout (perftest 24.x/25.x), pasted with prompts ---------------------------
+
+def test_ib_send_bw_newest_header_layout_pasted_with_prompts_found_public():
+    result = local('ib_send_bw_ndr_perftest24_header_cpu_warning_in_table_prompt.txt')
+    assert (result['test'], result['kind'], result['device'], result['link_type'], result['mtu']) == \
+        ('Send BW', 'bw', 'mlx5_0', 'IB', 4096)
+    assert result['header']['ibv_wr* api'] == 'ON' and result['header']['using enhanced reorder'] == 'OFF'
+    assert result['header']['cqe poll batch'] == '16' and result['tx_depth'] == 128 and result['rdma_cm'] is False
+    row, = result['results']
+    assert (row['bytes'], row['iterations'], row['bw_peak'], row['bw_avg']) == (65536, 1000, 46567.34, 46557.03)
+    assert row['bw_avg_gbps'] == pytest.approx(46557.03 * MIB * 8 / 1e9) and row['complete'] and row['valid']
+    assert any('Conflicting CPU frequency' in warning for warning in result['warnings'])
+    assert result['complete'] is True and result['error_class'] is None and result['side'] == 'client'
+
+
+def test_ib_send_lat_newest_header_ending_in_the_next_command_found_public():
+    result = local('ib_send_lat_ndr_perftest24_header_two_cpu_warnings_prompt_next_command.txt')
+    row, = result['results']
+    assert (row['t_typical_us'], row['t_avg_us'], row['p99_us'], row['p999_us']) == (1.27, 1.27, 1.37, 5.19)
+    assert result['kind'] == 'lat' and result['max_inline'] == 236 and result['complete'] is True
+    assert sum('Conflicting CPU frequency' in warning for warning in result['warnings']) == 2

@@ -389,3 +389,15 @@ def test_unreadable_rate_of_a_down_port_is_unknown(tmp_path):
     os.remove(str(tmp_path / 'class/infiniband/rocep1s0f1/ports/1/rate'))
     port = rdma.read_infiniband_sysfs(str(tmp_path))['devices']['rocep1s0f1']['ports'][1]
     assert port['rate_gbps'] is None and port['rate_text'] is None and port['state'] == 'DOWN'
+
+
+def test_ibv_devinfo_with_512k_of_spaces_is_a_clear_error():
+    """Issue 13: 512 KB of spaces in one ibv_devinfo line took 416 s; a line over 64 KiB is refused at once."""
+    with pytest.raises(ParseError, match=r'ibv_devinfo output: a line is 524294 characters long'):
+        rdma.parse_ibv_devinfo('hca_id:\tmlx5_0\n\ta: x' + ' ' * 524288 + 'x\n')
+
+
+def test_ibv_devinfo_value_padded_with_spaces_is_read():
+    """The same shape within the line limit: a value followed by a long run of spaces, read in linear time."""
+    devices = rdma.parse_ibv_devinfo('hca_id:\tmlx5_0\n\tfw_ver:\t\t\t28.39.1002' + ' ' * 60000 + '\n')['devices']
+    assert devices['mlx5_0']['fw_ver'] == '28.39.1002'
