@@ -10,28 +10,32 @@ name: node_reports
 short_description: The run report's per-node results, each with the controller path of its evidence bundle
 version_added: 0.1.0
 description:
-  - Takes the nodes' verdicts (C(verdict_node_result) of each host) and, in the same order, where each node's evidence
-    landed on the controller (C(evidence_location), or null when no bundle was fetched), and returns the node name to
-    result mapping that P(gpufleet.netval.validation_report#module) writes.
+  - Takes the play's host variables (C(ansible_play_hosts_all | map('extract', hostvars) | list)) and returns node name to
+    result for every host that has a verdict, the result being the verdict plus C(evidence), the controller folder of the
+    node's evidence bundle when one was fetched. A node whose evidence is missing keeps its verdict; no node is dropped.
+  - The names of the two variables are arguments, so the filter reads nothing it is not told to.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   _input:
-    description: The nodes' verdicts.
+    description: The hosts' variables, one mapping per host.
     type: list
     elements: dict
     required: true
-  evidence:
-    description: The controller folder of each node's evidence bundle, in the order of the verdicts.
-    type: list
-    elements: str
+  result_var:
+    description: The variable holding a host's verdict.
+    type: str
+    required: true
+  evidence_var:
+    description: The variable holding the controller folder of a host's evidence bundle.
+    type: str
     required: true
 '''
 
 EXAMPLES = r'''
 - name: Gather node results
   ansible.builtin.set_fact:
-    nodes: "{{ verdicts | gpufleet.netval.node_reports(evidence_folders) }}"
+    nodes: "{{ ansible_play_hosts_all | map('extract', hostvars) | list | gpufleet.netval.node_reports('verdict_node_result', 'evidence_location') }}"
 '''
 
 RETURN = r'''
@@ -40,17 +44,25 @@ _value:
   type: dict
 '''
 
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 
-def node_reports(results, evidence):
-    if not isinstance(results, list) or not isinstance(evidence, list) or len(results) != len(evidence):
-        raise AnsibleFilterError('node_reports: expected two lists of the same length (verdicts, evidence folders), got %r and %r'
-                                 % (type(results).__name__, type(evidence).__name__))
+def node_reports(hosts, result_var, evidence_var):
+    if not isinstance(hosts, (list, tuple)):
+        raise AnsibleFilterError('node_reports: expected a list of host variables, got %s' % type(hosts).__name__)
     nodes = {}
-    for result, location in zip(results, evidence):
-        if not isinstance(result, dict) or not result.get('node'):
-            raise AnsibleFilterError('node_reports: a verdict without its node name: %r' % (result,))
+    for host in hosts:
+        if not isinstance(host, Mapping):
+            raise AnsibleFilterError('node_reports: expected host variables (a mapping), got %r' % (host,))
+        if result_var not in host:
+            continue
+        result = host[result_var]
+        if not isinstance(result, Mapping) or not result.get('node'):
+            raise AnsibleFilterError('node_reports: %s of %s must be a verdict with its node name, got %r'
+                                     % (result_var, host.get('inventory_hostname', '?'), result))
+        location = host[evidence_var] if evidence_var in host else None
         nodes[result['node']] = dict(result, evidence=location) if location else dict(result)
     return nodes
 

@@ -52,6 +52,15 @@ def healthy_peers(health_results):
     return [peer for peer in healthy if peer]
 
 
+def first_peers(healthy, explicit=None):
+    """The peers a node may take first: its explicit peer alone when that one is healthy (the operator chose it, say the
+    box at the other end of its cable), else every healthy peer in order - the node takes whichever frees first."""
+    healthy = list(healthy or [])
+    if explicit and explicit in healthy:
+        return [explicit]
+    return healthy
+
+
 def retest_peer(node_result, healthy, tried, enabled=True):
     """The peer that should re-test this node, or '' when none should.
 

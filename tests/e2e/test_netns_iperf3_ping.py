@@ -26,11 +26,14 @@ def _iperf3_pids_in(pair, ns):
 
 def test_iperf3_server_client_stop_leaves_nothing(netns_pair, tmp_path):
     pair = netns_pair
-    log = str(tmp_path / 'iperf3-server.log')
     server, rc = pair.run_module(pair.b, 'iperf3', {'role': 'server', 'state': 'started', 'port': 5201, 'bind': pair.ip_b,
-                                                    'log_path': log}, tmp_path)
+                                                    'log_dir': str(tmp_path), 'timeout': 120}, tmp_path)
     assert rc == 0 and not server.get('failed'), server
-    assert server['changed'] is True and server['pid'] > 1 and server['log_path'] == log
+    # Our server: its own private log folder, and who it is (pid, start time, executable) for the stop.
+    log = server['log_path']
+    assert server['changed'] is True and server['pid'] > 1 and log.startswith(str(tmp_path) + '/netval-')
+    assert server['start_time'] > 0 and os.path.basename(server['exe']) == 'iperf3'
+    assert oct(os.stat(os.path.dirname(log)).st_mode & 0o777) == '0o700'
     try:
         client, rc = pair.run_module(pair.a, 'iperf3', {'role': 'client', 'server': pair.ip_b, 'port': 5201, 'parallel': 2,
                                                         'duration': 2, 'timeout': 30}, tmp_path)
@@ -44,9 +47,12 @@ def test_iperf3_server_client_stop_leaves_nothing(netns_pair, tmp_path):
               'min_interval_bps=%r cpu=%r cmd=%r' % shown)
     finally:
         stopped, rc = pair.run_module(pair.b, 'iperf3', {'role': 'server', 'state': 'stopped', 'pid': server['pid'],
+                                                         'start_time': server['start_time'], 'exe': server['exe'],
                                                          'log_path': log, 'wait_exit': 5}, tmp_path)
     assert rc == 0 and not stopped.get('failed'), stopped
-    assert stopped['stopped'] is True
+    # iperf3 -1 serves one test and exits by itself; either way it is gone
+    assert stopped['stopped'] is True and stopped['server_state'] in ('stopped', 'exited')
+    assert not os.path.exists(log)  # our log is read back and removed
     # the server's own report: what it received, and no throughput invented for its empty sender side
     assert stopped['received_bps'] > 0 and stopped['sent_bps'] is None
     assert stopped['received_bps'] == pytest.approx(client['received_bps'], rel=0.05)
@@ -57,7 +63,7 @@ def test_iperf3_client_to_closed_port_fails_connect_refused(netns_pair, tmp_path
     pair = netns_pair
     result, rc = pair.run_module(pair.a, 'iperf3', {'role': 'client', 'server': pair.ip_b, 'port': 5299, 'duration': 2,
                                                     'timeout': 20}, tmp_path)
-    assert rc != 0 and result['failed'] and result['cause'] == 'connect_refused'
+    assert rc != 0 and result['failed'] and result['error_class'] == 'connect_refused' and result['error_side'] == 'ours'
     assert 'Connection refused' in result['msg'] and '-c %s -p 5299' % pair.ip_b in result['msg']
     assert os.uname()[1] in result['msg']
 

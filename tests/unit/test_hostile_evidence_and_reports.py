@@ -142,10 +142,10 @@ def test_every_renderer_and_report_filter_names_the_field(node, needle):
 
 
 def test_node_reports_filter_refuses_what_is_not_a_list_of_verdicts():
-    with pytest.raises(AnsibleFilterError, match='two lists of the same length'):
-        node_reports_filter.node_reports('node01', [])
-    with pytest.raises(AnsibleFilterError, match='a verdict without its node name'):
-        node_reports_filter.node_reports([['A']], [None])
+    with pytest.raises(AnsibleFilterError, match='expected a list of host variables'):
+        node_reports_filter.node_reports('node01', 'verdict_node_result', 'evidence_location')
+    with pytest.raises(AnsibleFilterError, match='must be a verdict with its node name'):
+        node_reports_filter.node_reports([{'verdict_node_result': ['A']}], 'verdict_node_result', 'evidence_location')
 
 
 ANY_TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=80)

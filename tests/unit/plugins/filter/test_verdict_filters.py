@@ -45,12 +45,16 @@ def test_preflight_findings_filter_refuses_a_malformed_check_setting():
 def test_node_reports_pairs_each_verdict_with_its_evidence_folder():
     from ansible.errors import AnsibleFilterError
     from ansible_collections.gpufleet.netval.plugins.filter.node_reports import node_reports
-    nodes = node_reports([{'node': 'node01', 'bucket': 'A'}, {'node': 'node02', 'bucket': 'C'}], ['/e/node01/20261201T000000Z', None])
+    hosts = [{'inventory_hostname': 'node01', 'verdict_node_result': {'node': 'node01', 'bucket': 'A'},
+              'evidence_location': '/e/node01/20261201T000000Z'},
+             {'inventory_hostname': 'node02', 'verdict_node_result': {'node': 'node02', 'bucket': 'C'}},
+             {'inventory_hostname': 'node03'}]
+    nodes = node_reports(hosts, 'verdict_node_result', 'evidence_location')
     assert nodes == {'node01': {'node': 'node01', 'bucket': 'A', 'evidence': '/e/node01/20261201T000000Z'},
                      'node02': {'node': 'node02', 'bucket': 'C'}}
-    for bad in (([{'bucket': 'A'}], [None]), ([{'node': 'n'}], [])):
+    for bad in ('node01', [['A']], [{'inventory_hostname': 'n', 'verdict_node_result': ['A']}]):
         try:
-            node_reports(*bad)
+            node_reports(bad, 'verdict_node_result', 'evidence_location')
         except AnsibleFilterError as exc:
             assert 'node_reports' in str(exc)
         else:

@@ -66,3 +66,10 @@ def test_merge_keeps_the_second_peers_figures_for_what_it_re_measured():
     assert [m['id'] for m in merged] == ['jumbo_ping_loss_pct:10.0.0.2', 'gdr_bw_gbs:mlx5_0', 'ib_send_bw_gbs:mlx5_0', 'ib_send_bw_gbs:mlx5_1']
     assert all(m.get('peer') == 'peer02' for m in merged if m['metric'] == 'ib_send_bw_gbs')
     assert [t['id'] for t in peer_policy.first_peer_tests(first, second)] == ['ib_send_bw_gbs:mlx5_0', 'ib_send_bw_gbs:mlx5_1']
+
+
+def test_an_explicit_healthy_peer_is_the_only_first_choice_else_any_healthy_peer():
+    assert peer_policy.first_peers(['peer02', 'peer01'], 'peer01') == ['peer01']
+    assert peer_policy.first_peers(['peer02'], 'peer01') == ['peer02']  # its own peer is down: any healthy one
+    assert peer_policy.first_peers(['peer02', 'peer01'], '') == ['peer02', 'peer01']
+    assert peer_policy.first_peers([], 'peer01') == []
