@@ -10,8 +10,8 @@ COLLECTIONS := $(CURDIR)/.cache/collections
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-# Debian packages the collection, the lab and the tests use.
-APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils
+# Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality).
+APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium
 
 PROFILE ?= healthy-400g
 NODES ?= 2
