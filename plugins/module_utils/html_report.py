@@ -37,6 +37,7 @@ import io
 import os
 import re
 import traceback
+from urllib.parse import quote
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, report, verdict
 
@@ -48,11 +49,6 @@ try:
 except ImportError:
     HAS_MATPLOTLIB = False
     MATPLOTLIB_IMPORT_ERROR = traceback.format_exc()
-
-try:
-    from urllib.parse import quote
-except ImportError:  # Python 2 controllers are not supported; this keeps the import test quiet.
-    from urllib import quote
 
 STATUS_COLOURS = {
     'healthy': '#2e7d32',

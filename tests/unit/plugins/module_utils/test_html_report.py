@@ -1,65 +1,14 @@
 """html_report: the run's page and Markdown on real lab node results and variants of them (report_samples)."""
 import copy
 import re
-from html.parser import HTMLParser
-
 import pytest
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import html_report, report
+from tests.quality.report_browser import outline
 from tests.unit.plugins.module_utils import report_samples
 
 RUN_DIR = '/var/lib/netval/reports/20261201T100000Z'
 STAMP = '20261201T100000Z'
-
-
-class PageOutline(HTMLParser):
-    """What the tests read from a page: overview rows, node sections with their figures and SVGs, every link."""
-
-    def __init__(self):
-        HTMLParser.__init__(self)
-        self.rows = {}
-        self.sections = {}
-        self.run_figures = []
-        self.links = []
-        self.sources = []
-        self.scripts = []
-        self._section = None
-        self._figure = None
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == 'tr' and 'data-node' in attrs:
-            self.rows[attrs['data-node']] = attrs['data-bucket']
-        if tag == 'section' and 'data-node' in attrs:
-            self._section = attrs['data-node']
-            self.sections[self._section] = {'bucket': attrs['data-bucket'], 'planned': int(attrs['data-charts']), 'figures': [], 'svgs': 0}
-        if tag == 'figure':
-            self._figure = attrs.get('data-chart')
-            if self._section:
-                self.sections[self._section]['figures'].append(self._figure)
-            else:
-                self.run_figures.append(self._figure)
-        if tag == 'svg' and self._section:
-            self.sections[self._section]['svgs'] += 1
-        if tag == 'a':
-            self.links.append(attrs.get('href'))
-        if tag == 'script':
-            self.scripts.append(attrs.get('src'))
-        for key in ('src', 'href', 'xlink:href'):
-            if attrs.get(key):
-                self.sources.append(attrs[key])
-
-    def handle_endtag(self, tag):
-        if tag == 'section':
-            self._section = None
-        if tag == 'figure':
-            self._figure = None
-
-
-def outline(html):
-    parser = PageOutline()
-    parser.feed(html)
-    return parser
 
 
 @pytest.fixture(scope='module')
