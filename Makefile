@@ -82,7 +82,7 @@ DEMO_NODE_PROFILES ?= node02=gen4-nic0
 demo: deps
 	$(MAKE) lab-up NODE_PROFILES=$(DEMO_NODE_PROFILES)
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/validate.yml -l new_nodes
-	@echo; echo "reports: reports/latest/ (summary.txt, summary.json, junit.xml, nodes/, letters/); evidence: evidence/"
+	@echo; echo "reports: reports/latest/ (index.html, summary.md, summary.txt, summary.json, junit.xml, nodes/, letters/); evidence: evidence/"
 	@cat reports/latest/summary.txt
 
 lab-up: deps
