@@ -36,6 +36,7 @@ __metaclass__ = type
 import io
 import os
 import re
+import textwrap
 import traceback
 from urllib.parse import quote
 
@@ -213,7 +214,7 @@ def node_figure_tests(node):
 
 
 def sweep_metrics(node):
-    return [m for m in _metrics_in_order([t for t in _tests(node) if t.get('sweep')])]
+    return _metrics_in_order([t for t in _tests(node) if t.get('sweep')])
 
 
 def _history_ids(node):
@@ -282,9 +283,9 @@ def _svg(figure, prefix):
     return text.replace('<svg ', '<svg role="img" ', 1)
 
 
-def _short_label(metric, limit=48):
-    text = catalogue.label(metric)
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + '\u2026'
+def _short_label(metric, width=70):
+    """The catalogue's label of a metric, wrapped to ``width`` characters a line."""
+    return textwrap.fill(catalogue.label(metric), width)
 
 
 def _draw_limits(axes, test_threshold, top):
@@ -295,6 +296,10 @@ def _draw_limits(axes, test_threshold, top):
     band_low = low if low is not None else 0
     band_high = high if high is not None else top
     axes.axhspan(band_low, band_high, color=BAND_COLOUR, alpha=0.13, lw=0, label='healthy range')
+    edge = low if side == 'below' else high
+    if _is_number(edge):
+        # The healthy edge over the bars: the band alone hides behind bars that reach it.
+        axes.axhline(edge, color=BAND_COLOUR, lw=1.0, zorder=3, label='healthy %s %s' % ('>=' if side == 'below' else '<=', _fmt(edge)))
     if reject is not None:
         axes.axhline(reject, color=REJECT_COLOUR, ls='--', lw=1.2, label='reject %s %s' % ('<' if side == 'below' else '>', _fmt(reject)))
 
@@ -309,6 +314,16 @@ def _top(values, threshold):
     return (max(candidates) if candidates else 1.0) * 1.15 or 1.0
 
 
+def _bar_text(test):
+    """The label over a bar: the figure, and how far under the healthy floor it is (what a provider's engineer asks first)."""
+    if not _is_number(test.get('value')):
+        return 'not\nmeasured'
+    floor = _floor(test)
+    if floor and test['value'] < floor:
+        return '%s\n%+.0f%%' % (_fmt(test['value']), (test['value'] / floor - 1.0) * 100)
+    return _fmt(test['value'])
+
+
 def _bar_panel(axes, tests, metric, first_peer):
     """One metric's figures as bars (one per subject), coloured by status, against its range and reject line."""
     subjects = [t.get('subject') or '?' for t in tests]
@@ -320,8 +335,7 @@ def _bar_panel(axes, tests, metric, first_peer):
     positions = list(range(len(tests)))
     axes.bar(positions, values, color=colours, width=0.62, zorder=2)
     for position, test, value in zip(positions, tests, values):
-        text = _fmt(value) if _is_number(test.get('value')) else 'not\nmeasured'
-        axes.text(position, value + top * 0.01, text, ha='center', va='bottom', fontsize=7.5, zorder=3)
+        axes.text(position, value + top * 0.01, _bar_text(test), ha='center', va='bottom', fontsize=7.5, zorder=3)
     earlier = [(p, first_peer[t.get('id')]) for p, t in zip(positions, tests) if _is_number(first_peer.get(t.get('id')))]
     if earlier:
         axes.scatter([p for p, _v in earlier], [v for _p, v in earlier], marker='_', s=260, linewidths=2.2, color='#263238', zorder=4,
@@ -354,13 +368,13 @@ def _node_figures_chart(node, prefix):
         top = _top([test['value']], test.get('threshold'))
         _draw_limits(axes, test.get('threshold'), top)
         axes.bar([0], [test['value']], color=STATUS_COLOURS.get(test.get('status'), STATUS_COLOURS['unknown']), width=0.5, zorder=2)
-        axes.text(0, test['value'] + top * 0.01, _fmt(test['value']), ha='center', va='bottom', fontsize=8, zorder=3)
+        axes.text(0, test['value'] + top * 0.01, _bar_text(test), ha='center', va='bottom', fontsize=8, zorder=3)
         axes.set_xlim(-0.8, 0.8)
         axes.set_ylim(0, top)
         axes.set_xticks([0])
         axes.set_xticklabels([test.get('subject') or ''])
         axes.set_ylabel(test.get('unit') or catalogue.unit(test['metric']))
-        axes.set_title(_short_label(test['metric'], 30), fontsize=8.5, loc='left')
+        axes.set_title(_short_label(test['metric'], 28), fontsize=8.5, loc='left')
         axes.grid(axis='y', alpha=0.25, zorder=0)
     figure.suptitle('Node-level throughput', fontsize=10, x=0.01, ha='left', fontweight='bold')
     return _svg(figure, prefix)
@@ -714,6 +728,9 @@ def summary_markdown(nodes, timestamp, run_dir):
             continue
         lines.extend(['', '## %s: bucket %s' % (name, report.BUCKET_WORDS.get(node.get('bucket'))), ''])
         lines.extend('- %s' % _md(text) for text in _cause_texts(node))
+        if node.get('evidence'):
+            # The controller path as text too: a ticket or a chat message cannot follow a relative link.
+            lines.append('- evidence bundle on the controller: `%s`' % _md(node['evidence']))
         rows = below_rows(node)
         if rows:
             lines.extend(['', '| check | subject | status | measured | expected |', '| --- | --- | --- | --- | --- |'])

@@ -64,7 +64,9 @@ def test_chart_ids_are_unique_across_the_page(page):
 def test_svg_text_stays_text_and_carries_the_figures(page):
     section = page[page.index('id="node-node02"'):page.index('id="node-node04"')]
     svg = section[section.index('<svg'):section.index('</svg>')]
-    assert '<text' in svg and '23.4' in svg and 'reject &lt; 42' in svg
+    assert '<text' in svg and '23.4' in svg and 'reject &lt; 42' in svg and 'healthy &gt;= 46' in svg
+    # How far under the healthy floor the slow HCA is: 23.4 / 46 - 1.
+    assert '>-49%<' in svg and svg.count('%<') == 1
     assert 'ib_send_bw per HCA' in svg
 
 
@@ -119,6 +121,7 @@ def test_markdown_has_the_same_facts(mixed):
     assert '## node02: bucket C (return to provider)' in text and '## node01' not in text
     assert '| ib_send_bw per HCA | mlx5_3 | reject | 23.4 GB/s' in text
     assert '[vendor letter](letters/node02.txt)' in text
+    assert '- evidence bundle on the controller: `/var/lib/netval/evidence/node02/20261201T092157Z`' in text
     assert 'peer02 (re-tested; first peer01)' in text
 
 
