@@ -1,10 +1,10 @@
 """Load a run's index.html in headless chromium and say what the rendered page shows.
 
 ``check_report_in_browser(run_dir)`` is for any reports/<run>/ folder (the quality test's mixed run, a lab run's):
-chromium renders the page with every host name mapped to nowhere, so a page that needed the network would show it
-missing; the rendered DOM is read back (``--dump-dom``) and compared with the run's own node results: every node of
-summary.json listed with its bucket, every node section holding the charts html_report.charts_for plans, and no
-src or href outside the page and its run folder.  A screenshot is kept when asked for.
+chromium renders the page with every host name mapped to nowhere and its network log on; the rendered DOM is read
+back (``--dump-dom``) and compared with the run's own node results: every node of summary.json listed with its
+bucket, every node section holding the charts html_report.charts_for plans, no src or href outside the page and
+its run folder, and no request the page made in the network log.  A screenshot is kept when asked for.
 """
 import json
 import os
@@ -74,30 +74,51 @@ def external_sources(html):
     return sorted(set(outside))
 
 
+def page_requests(net_log):
+    """URLs the page asked the network for, from a chromium --log-net-log file.
+
+    Chromium's own background requests (updates, sync) have no page origin ('not an origin'); the page's carry its
+    file:// origin in their network isolation key.
+    """
+    types = dict((number, name) for name, number in net_log['constants']['logEventTypes'].items())
+    urls = []
+    for event in net_log.get('events') or []:
+        params = event.get('params') or {}
+        if types.get(event.get('type')) != 'URL_REQUEST_START_JOB' or not params.get('url'):
+            continue
+        if params.get('initiator') != 'not an origin' or 'file://' in str(params.get('network_isolation_key')):
+            urls.append(params['url'])
+    return sorted(set(urls))
+
+
 def _chromium(args, timeout):
+    """Run headless chromium with no way out (every host name resolves to nothing); returns (stdout, page requests)."""
     binary = shutil.which(CHROMIUM)
     if binary is None:
         raise AssertionError('chromium is missing: the report page cannot be checked in a browser '
                              '(apt-get install chromium; make test installs it)')
-    profile = tempfile.mkdtemp(prefix='netval-chromium-')
+    scratch = tempfile.mkdtemp(prefix='netval-chromium-')
+    net_log = os.path.join(scratch, 'net-log.json')
     try:
         argv = [binary, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions',
                 '--disable-background-networking', '--disable-component-update', '--disable-sync',
-                # Any name resolves to nothing: a page that needed the network renders without it, and the DOM shows it.
-                '--host-resolver-rules=MAP * ~NOTFOUND', '--user-data-dir=%s' % profile] + list(args)
+                '--host-resolver-rules=MAP * ~NOTFOUND', '--user-data-dir=%s' % os.path.join(scratch, 'profile'),
+                '--log-net-log=%s' % net_log] + list(args)
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout, check=False)
+        if proc.returncode != 0:
+            raise AssertionError('chromium %s exited %d: %s' % (' '.join(args), proc.returncode, proc.stderr[-2000:]))
+        with open(net_log, encoding='utf-8') as handle:
+            requests = page_requests(json.load(handle))
     finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    if proc.returncode != 0:
-        raise AssertionError('chromium %s exited %d: %s' % (' '.join(args), proc.returncode, proc.stderr[-2000:]))
-    return proc.stdout
+        shutil.rmtree(scratch, ignore_errors=True)
+    return proc.stdout, requests
 
 
 def check_report_in_browser(run_dir, screenshot=None, timeout=60):
     """Render ``run_dir``/index.html headless and compare the rendered DOM with the run's node results.
 
     Returns {nodes: {name: {bucket, listed_bucket, figures, svgs, planned}}, expected_buckets, run_figures,
-    planned_run_figures, external, screenshot, problems}: ``problems`` lists every difference in plain sentences
+    planned_run_figures, external, requests, screenshot, problems}: ``problems`` lists every difference in plain sentences
     (empty when the page shows what it should).  ``screenshot``: a PNG path to write (1400x3000).
     """
     run_dir = os.path.abspath(str(run_dir))
@@ -105,7 +126,7 @@ def check_report_in_browser(run_dir, screenshot=None, timeout=60):
     if not os.path.isfile(page):
         raise AssertionError('%s is missing: validation_report did not write the page' % page)
     url = 'file://' + page
-    dom = _chromium(['--dump-dom', url], timeout)
+    dom, requests = _chromium(['--dump-dom', url], timeout)
     if screenshot:
         os.makedirs(os.path.dirname(os.path.abspath(screenshot)), exist_ok=True)
         _chromium(['--screenshot=%s' % os.path.abspath(screenshot), '--window-size=1400,3000', '--hide-scrollbars', url], timeout)
@@ -140,5 +161,7 @@ def check_report_in_browser(run_dir, screenshot=None, timeout=60):
     outside = external_sources(dom)
     if outside:
         problems.append('the page refers to resources outside it: %s' % ', '.join(outside[:10]))
+    if requests:
+        problems.append('the page made network requests: %s' % ', '.join(requests[:10]))
     return {'nodes': nodes, 'expected_buckets': expected, 'run_figures': found.run_figures, 'planned_run_figures': planned_run,
-            'external': outside, 'screenshot': screenshot, 'problems': problems}
+            'external': outside, 'requests': requests, 'screenshot': screenshot, 'problems': problems}

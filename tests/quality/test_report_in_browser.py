@@ -39,7 +39,7 @@ def test_mixed_run_page_in_headless_chromium(reports):
         assert node['listed_bucket'] == node['bucket'] == run[name]['bucket'], name
         assert node['svgs'] == len(node['planned']), name
     assert [found['nodes'][name]['svgs'] for name in sorted(run)] == [4, 3, 4, 0]
-    assert found['run_figures'] == ['peer_heatmap'] and found['external'] == []
+    assert found['run_figures'] == ['peer_heatmap'] and found['external'] == [] and found['requests'] == []
     assert os.path.getsize(SCREENSHOT) > 10000
 
 
@@ -54,3 +54,6 @@ def test_the_check_sees_a_page_that_misses_a_chart(reports, tmp_path):
     found = check_report_in_browser(str(tmp_path / 'run'))
     assert any(p.startswith('node02: the section has charts') for p in found['problems']), found['problems']
     assert 'https://cdn.example.com/x.png' in found['external']
+    # The network log shows the request the page tried (and the resolver rules refused).
+    assert found['requests'] == ['https://cdn.example.com/x.png']
+    assert any(p.startswith('the page made network requests') for p in found['problems'])
