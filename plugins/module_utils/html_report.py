@@ -324,7 +324,7 @@ def _bar_text(test):
     return _fmt(test['value'])
 
 
-def _bar_panel(axes, tests, metric, first_peer):
+def _bar_panel(axes, tests, metric, first_peer, first_peer_name):
     """One metric's figures as bars (one per subject), coloured by status, against its range and reject line."""
     subjects = [t.get('subject') or '?' for t in tests]
     values = [t['value'] if _is_number(t.get('value')) else 0 for t in tests]
@@ -339,7 +339,7 @@ def _bar_panel(axes, tests, metric, first_peer):
     earlier = [(p, first_peer[t.get('id')]) for p, t in zip(positions, tests) if _is_number(first_peer.get(t.get('id')))]
     if earlier:
         axes.scatter([p for p, _v in earlier], [v for _p, v in earlier], marker='_', s=260, linewidths=2.2, color='#263238', zorder=4,
-                     label='first peer')
+                     label='first peer (%s)' % (first_peer_name or '?'))
     axes.set_xticks(positions)
     axes.set_xticklabels(subjects, rotation=30 if len(subjects) > 6 else 0, ha='right' if len(subjects) > 6 else 'center')
     axes.set_ylim(0, top)
@@ -355,7 +355,8 @@ def _family_chart(node, family, prefix):
     metrics = [m for m in _metrics_in_order(tests) if _measured([t for t in tests if t.get('metric') == m])]
     figure = Figure(figsize=(7.6, 2.5 * len(metrics)), layout='constrained')
     for index, metric in enumerate(metrics):
-        _bar_panel(figure.add_subplot(len(metrics), 1, index + 1), [t for t in tests if t.get('metric') == metric], metric, first_peer)
+        _bar_panel(figure.add_subplot(len(metrics), 1, index + 1), [t for t in tests if t.get('metric') == metric], metric, first_peer,
+                   node.get('first_peer'))
     figure.suptitle(FAMILY_TITLES[family], fontsize=10, x=0.01, ha='left', fontweight='bold')
     return _svg(figure, prefix)
 
@@ -422,7 +423,7 @@ def _drift_chart(node, prefix):
         else:
             axes.plot(xs, ys, marker='o', ms=3.5, lw=1.6, label=ident)
     axes.axhspan(1.0, axes.get_ylim()[1] if axes.get_ylim()[1] > 1.0 else 1.1, color=BAND_COLOUR, alpha=0.1, lw=0)
-    axes.axhline(1.0, color=BAND_COLOUR, ls=':', lw=1.2)
+    axes.axhline(1.0, color=BAND_COLOUR, ls=':', lw=1.2, label='healthy floor')
     axes.set_xticks(list(range(len(stamps))))
     axes.set_xticklabels(stamps, rotation=20, ha='right', fontsize=7)
     axes.set_ylabel('fraction of healthy floor')

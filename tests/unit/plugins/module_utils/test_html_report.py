@@ -101,7 +101,7 @@ def test_peer_heatmap_when_several_peers(mixed, page):
 def test_retested_node_marks_the_first_peer_figures(page):
     section = page[page.index('id="node-node03"'):]
     section = section[:section.index('</section>')]
-    assert 're-tested against peer02 after peer01' in section and 'first peer' in section
+    assert 're-tested against peer02 after peer01' in section and 'first peer (peer01)' in section
 
 
 def test_drift_draws_only_the_figures_that_moved_in_colour(page):
