@@ -91,7 +91,7 @@ def page_requests(net_log):
     return sorted(set(urls))
 
 
-def _chromium(args, timeout):
+def run_chromium(args, timeout):
     """Run headless chromium with no way out (every host name resolves to nothing); returns (stdout, page requests)."""
     binary = shutil.which(CHROMIUM)
     if binary is None:
@@ -126,10 +126,10 @@ def check_report_in_browser(run_dir, screenshot=None, timeout=60):
     if not os.path.isfile(page):
         raise AssertionError('%s is missing: validation_report did not write the page' % page)
     url = 'file://' + page
-    dom, requests = _chromium(['--dump-dom', url], timeout)
+    dom, requests = run_chromium(['--dump-dom', url], timeout)
     if screenshot:
         os.makedirs(os.path.dirname(os.path.abspath(screenshot)), exist_ok=True)
-        _chromium(['--screenshot=%s' % os.path.abspath(screenshot), '--window-size=1400,3000', '--hide-scrollbars', url], timeout)
+        run_chromium(['--screenshot=%s' % os.path.abspath(screenshot), '--window-size=1400,3000', '--hide-scrollbars', url], timeout)
     with open(os.path.join(run_dir, 'summary.json'), encoding='utf-8') as handle:
         expected = dict((name, entry['bucket']) for name, entry in json.load(handle)['nodes'].items())
     results = {}

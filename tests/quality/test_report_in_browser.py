@@ -5,12 +5,13 @@ Fails (never skips) when chromium is missing: `make test` installs it (Makefile 
 The screenshot is kept at tests/output/report.png.
 """
 import os
+import re
 import shutil
 
 import pytest
 
 from ansible_collections.gpufleet.netval.plugins.modules import validation_report
-from tests.quality.report_browser import check_report_in_browser
+from tests.quality.report_browser import check_report_in_browser, run_chromium
 from tests.unit.plugins.module_utils import report_samples
 from tests.unit.plugins.modules.utils import run_module
 
@@ -57,3 +58,18 @@ def test_the_check_sees_a_page_that_misses_a_chart(reports, tmp_path):
     # The network log shows the request the page tried (and the resolver rules refused).
     assert found['requests'] == ['https://cdn.example.com/x.png']
     assert any(p.startswith('the page made network requests') for p in found['problems'])
+
+
+def test_the_overview_sorts_by_a_clicked_column(reports, tmp_path):
+    html = (reports / '20261201T100000Z' / 'index.html').read_text()
+    # Click the node header twice; the page title records the row order after each click.
+    click = ("<script>var th = document.querySelectorAll('#overview th.sortable')[0];"
+             "function order() { return Array.prototype.map.call(document.querySelectorAll('#overview tbody tr'),"
+             " function (row) { return row.dataset.node; }).join(','); }"
+             "var first = order(); th.click(); var up = order(); th.click(); document.title = [first, up, order()].join('|');</script>")
+    page = tmp_path / 'index.html'
+    page.write_text(html.replace('</body>', click + '</body>'))
+    dom, requests = run_chromium(['--dump-dom', 'file://%s' % page], 60)
+    title = re.search(r'<title>([^<]*)</title>', dom).group(1)
+    assert title == 'node02,node04,node01,node03|node01,node02,node03,node04|node04,node03,node02,node01'
+    assert requests == []
