@@ -10,8 +10,8 @@ COLLECTIONS := $(CURDIR)/.cache/collections
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-# Debian packages the collection, the lab and the tests use.
-APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils
+# Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality).
+APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium
 
 PROFILE ?= healthy-400g
 NODES ?= 2
@@ -82,7 +82,7 @@ DEMO_NODE_PROFILES ?= node02=gen4-nic0
 demo: deps
 	$(MAKE) lab-up NODE_PROFILES=$(DEMO_NODE_PROFILES)
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/validate.yml -l new_nodes
-	@echo; echo "reports: reports/latest/ (summary.txt, summary.json, junit.xml, nodes/, letters/); evidence: evidence/"
+	@echo; echo "reports: reports/latest/ (index.html, summary.md, summary.txt, summary.json, junit.xml, nodes/, letters/); evidence: evidence/"
 	@cat reports/latest/summary.txt
 
 lab-up: deps

@@ -15,6 +15,12 @@ description:
   - "Writes, under C(<root>/<timestamp>/): C(summary.json) with C({nodes: {NAME: {bucket, causes, peer}}}), C(summary.txt) (a table),
     C(junit.xml) (one test case per check), C(nodes/<node>.json) and C(nodes/<node>.md) for every node,
     and C(letters/<node>.txt) (the vendor letter) for every bucket C node."
+  - "C(index.html): one self-contained page (no script, style, font or image from elsewhere; it works from C(file://)):
+    the nodes by bucket with their causes in a sortable table, a node x peer heatmap of per-HCA bandwidth when several peers
+    produced figures, and per node what is not healthy, charts of its per-HCA host-memory and GPUDirect RDMA figures and its
+    node-level throughput against the healthy range and reject line, the message-size sweep and the baseline history when
+    present, and links to its evidence bundle and vendor letter. The charts are drawn by matplotlib as inline SVG."
+  - C(summary.md) holds the same facts in Markdown, for chat and tickets.
   - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it. C(latest) is only
     replaced when it is this module's symlink to a run folder; a file, a directory or another symlink of that name is an error,
     reported before anything is written.
@@ -24,6 +30,8 @@ description:
   - "Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true))."
 author:
   - gpufleet.netval maintainers (@gpufleet)
+requirements:
+  - matplotlib (on the host that runs the module, normally the controller)
 options:
   root:
     description: Folder that holds every run's reports.
@@ -37,6 +45,9 @@ options:
     description:
       - Node name (one file name) to node result (bucket, causes, peer, tests, findings, ...).
       - C(tests), C(findings), C(causes) and C(ruled_out) must be lists when present; a cause is text or a dict with C(cause) and C(detail).
+      - "Charted figures (C(value)) must be numbers or null and their C(threshold) well-formed. Optional: C(tests[].sweep), a list
+        of C({bytes, value}) per message size, and C(history), a list of C({timestamp, figures: {test id: value}}) of the node's
+        baseline, oldest first."
     type: dict
     required: true
   sender:
@@ -76,13 +87,21 @@ letters:
   returned: always
   type: list
   elements: str
+page:
+  description: Path of the run's C(index.html).
+  returned: always
+  type: str
+markdown:
+  description: Path of the run's C(summary.md).
+  returned: always
+  type: str
 '''
 
 import json
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, report
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, html_report, report
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 
 
@@ -100,7 +119,7 @@ def check_input(module):
         problems.append(checks.check_path_component('nodes key %r' % (name,), name))
     problems = checks.problems_of(problems)
     try:
-        report.check_nodes(params['nodes'])
+        html_report.check_nodes(params['nodes'])
         report.check_sender(params['sender'])
     except report.ReportError as exc:
         problems.append(str(exc))
@@ -118,6 +137,8 @@ def main():
         ),
         supports_check_mode=True,
     )
+    if not html_report.HAS_MATPLOTLIB:
+        module.fail_json(msg=missing_required_lib('matplotlib'), exception=html_report.MATPLOTLIB_IMPORT_ERROR)
     check_input(module)
     root = module.params['root']
     stamp = module.params['timestamp']
@@ -127,8 +148,10 @@ def main():
     run_dir = os.path.join(root, stamp)
     table = report.summary_table(nodes)
     letters = ['letters/%s.txt' % name for name in sorted(nodes) if nodes[name]['bucket'] == 'C']
+    written = dict(run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters],
+                   page=os.path.join(run_dir, 'index.html'), markdown=os.path.join(run_dir, 'summary.md'))
     if module.check_mode:
-        module.exit_json(changed=False, run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters])
+        module.exit_json(changed=False, **written)
 
     summary = {'timestamp': stamp, 'nodes': {}}
     files = {'summary.txt': table, 'junit.xml': report.junit_xml(nodes)}
@@ -141,12 +164,15 @@ def main():
         if node['bucket'] == 'C':
             files['letters/%s.txt' % name] = report.vendor_letter(node, module.params['sender'])
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
+    # Links to the evidence bundles are relative to where the page lands.
+    files['index.html'] = html_report.render_page(nodes, stamp, os.path.abspath(run_dir))
+    files['summary.md'] = html_report.summary_markdown(nodes, stamp, os.path.abspath(run_dir))
     try:
         evidence.build_bundle(run_dir, files)
         evidence.replace_symlink(os.path.join(root, 'latest'), stamp)
     except (evidence.EvidenceError, IOError, OSError) as exc:
         module.fail_json(msg='validation_report: cannot write %s: %s' % (run_dir, exc))
-    module.exit_json(changed=True, run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters])
+    module.exit_json(changed=True, **written)
 
 
 if __name__ == '__main__':

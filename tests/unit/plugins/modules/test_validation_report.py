@@ -3,7 +3,9 @@ import json
 import os
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import html_report
 from ansible_collections.gpufleet.netval.plugins.modules import validation_report
+from tests.unit.plugins.module_utils import report_samples
 from tests.unit.plugins.modules.utils import run_module
 
 
@@ -47,3 +49,36 @@ def test_check_mode_writes_nothing(tmp_path):
     result, failed = run_module(validation_report.main, args, check_mode=True)
     assert not failed and not (tmp_path / 'r').exists()
     assert 'node02' in result['summary_table']
+
+
+def test_writes_the_page_and_the_markdown_with_the_other_reports(tmp_path):
+    root = tmp_path / 'reports'
+    run = report_samples.mixed_run()
+    result, failed = run_module(validation_report.main, {'root': str(root), 'timestamp': '20261201T100000Z', 'nodes': run})
+    assert not failed, result
+    run_dir = root / '20261201T100000Z'
+    assert result['page'] == str(run_dir / 'index.html') and result['markdown'] == str(run_dir / 'summary.md')
+    page = (root / 'latest' / 'index.html').read_text()
+    assert page.startswith('<!DOCTYPE html>') and page.count('<section class="node ') == 4
+    assert 'href="letters/node02.txt"' in page
+    # Evidence links are relative to the run folder, so they work from file:// and from latest/ alike.
+    evidence = os.path.relpath(run['node02']['evidence'], str(run_dir))
+    assert 'href="%s/"' % evidence in page
+    assert (run_dir / 'summary.md').read_text().startswith('# Network validation run 20261201T100000Z')
+    manifest = (run_dir / 'MANIFEST.sha256').read_text()
+    assert '  index.html\n' in manifest and '  summary.md\n' in manifest
+
+
+def test_a_malformed_chart_input_is_refused_before_anything_is_written(tmp_path):
+    run = report_samples.mixed_run()
+    run['node01']['history'] = [{'timestamp': '20261015T080000Z', 'figures': {'ib_send_bw_gbs:mlx5_0': 'fast'}}]
+    result, failed = run_module(validation_report.main, {'root': str(tmp_path / 'r'), 'timestamp': '20261201T100000Z', 'nodes': run})
+    assert failed and "nodes.node01.history[0].figures['ib_send_bw_gbs:mlx5_0'] must be a number or null" in result['msg']
+    assert not (tmp_path / 'r').exists()
+
+
+def test_without_matplotlib_it_names_the_missing_library(tmp_path, monkeypatch):
+    monkeypatch.setattr(html_report, 'HAS_MATPLOTLIB', False)
+    result, failed = run_module(validation_report.main, {'root': str(tmp_path / 'r'), 'timestamp': '20261201T100000Z', 'nodes': nodes()})
+    assert failed and 'matplotlib' in result['msg'] and 'Failed to import the required Python library' in result['msg']
+    assert not (tmp_path / 'r').exists()
