@@ -82,6 +82,16 @@ def retest_peer(node_result, healthy, tried, enabled=True):
     return ''
 
 
+def retest_tests(node_result):
+    """The catalogue tests a second peer re-runs: the re-testable ones with a reject (what passed needs no second look)."""
+    names = set()
+    for test in (node_result or {}).get('tests') or []:
+        metric = test.get('metric')
+        if test.get('status') == 'reject' and metric in catalogue.METRICS and catalogue.test(catalogue.test_of_metric(metric))['retest']:
+            names.add(catalogue.test_of_metric(metric))
+    return [entry['name'] for entry in catalogue.TESTS if entry['name'] in names]
+
+
 def merge_retest(first, second):
     """The second peer's figures for every metric it re-measured, the first peer's for the rest (in the first's order)."""
     remeasured = set(m.get('metric') for m in second or [])

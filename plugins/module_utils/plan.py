@@ -31,6 +31,8 @@ DEFAULTS = {
     'duration_override': 0,
     'timeout_margin': 60,
     'retest_only': False,
+    # With retest_only: the tests to re-run (peer_policy.retest_tests); empty means every re-testable one.
+    'retest_tests': [],
     'peer_address': 'peer',
     'node_address': 'node',
 }
@@ -256,7 +258,7 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
 
     ``profile``: the resolved tier profile; ``node_ports`` / ``peer_ports``: rdma_info's ``live_ports`` of each box;
     ``gpu_pairs``: gpu_info's ``gpu_nic_pairs``; ``options``: slot, perftest_port_base, iperf3_port_base,
-    ports_per_node, duration_override, timeout_margin, retest_only, peer_address (the peer's address on the node's link,
+    ports_per_node, duration_override, timeout_margin, retest_only, retest_tests, peer_address (the peer's address on the node's link,
     the subject of peer-link figures), node_address (the node's address on that link, where the peer's clients connect).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
@@ -270,7 +272,7 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     iperf3_port = options['iperf3_port_base'] + options['slot']
     plan = {'tests': [], 'runs': {}, 'perftest_tests': [], 'expected': [], 'pairs': pairs}
     for entry in catalogue.enabled_tests(profile):
-        if options['retest_only'] and not entry['retest']:
+        if options['retest_only'] and (not entry['retest'] or (options['retest_tests'] and entry['name'] not in options['retest_tests'])):
             continue
         params = tests_params.get(entry['name']) or {}
         if entry['needs_peer'] and entry['module'] == 'perftest' and not pairs:

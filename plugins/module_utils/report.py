@@ -205,7 +205,7 @@ def vendor_letter(node, sender=None):
         paragraphs.append(expectation)
     if node.get('retested_against'):
         paragraphs.append(
-            'To rule out the peer and its cables, we re-ran every test that depends on them against a second known-good peer '
+            'To rule out the peer and its cables, we re-ran the tests that failed against a second known-good peer '
             '(%s; the first was %s). Where a test was re-run, the figures below are from that second peer.'
             % (node['retested_against'], node.get('first_peer') or 'another peer'))
     measured = _measured_lines(node)

@@ -88,6 +88,15 @@ def test_summary_names_every_node_with_bucket_causes_and_peer(mixed_run):
     assert {'node02.txt', 'node04.txt', 'node05.txt'} <= letters and 'node01.txt' not in letters
 
 
+def test_the_runs_page_shows_every_node_with_its_bucket_and_charts_in_a_real_browser(mixed_run):
+    from tests.quality.report_browser import check_report_in_browser
+    summary, reports, _evidence = mixed_run
+    found = check_report_in_browser(str(reports / 'latest'), screenshot=os.path.join(ROOT, 'tests', 'output', 'lab-mixed-report.png'))
+    assert found['problems'] == [], found['problems']
+    assert sorted(found['nodes']) == sorted(summary['nodes'])
+    assert (reports / 'latest' / 'summary.md').exists()
+
+
 def test_healthy_node_is_accepted_with_a_verified_baseline(mixed_run):
     _summary, reports, evidence = mixed_run
     result = node_result(reports, 'node01')

@@ -73,3 +73,10 @@ def test_an_explicit_healthy_peer_is_the_only_first_choice_else_any_healthy_peer
     assert peer_policy.first_peers(['peer02'], 'peer01') == ['peer02']  # its own peer is down: any healthy one
     assert peer_policy.first_peers(['peer02', 'peer01'], '') == ['peer02', 'peer01']
     assert peer_policy.first_peers([], 'peer01') == []
+
+
+def test_a_second_peer_re_runs_only_the_rejected_re_testable_tests():
+    result = {'tests': [graded('ib_send_bw_gbs', 'reject'), graded('gdr_bw_gbs', 'healthy'), graded('nccl_busbw_gbs', 'reject'),
+                        graded('iperf3_gbps', 'reject', '10.0.0.2'), graded('nccl_transport', 'reject', 'all_reduce')]}
+    assert peer_policy.retest_tests(result) == ['iperf3', 'ib_send_bw']
+    assert peer_policy.retest_tests({'tests': []}) == []

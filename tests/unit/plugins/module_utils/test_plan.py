@@ -161,3 +161,8 @@ def test_the_node_receives_by_default_and_the_reverse_is_an_option():
     with pytest.raises(plan.PlanError, match='directions'):
         plan.tier_test_plan(dict(both, tests=dict(both['tests'], iperf3={'enabled': True, 'directions': ['sideways']})),
                             live_ports(2), live_ports(2), [], {})
+
+
+def test_a_retest_plan_can_be_narrowed_to_the_rejected_tests():
+    made = plan_400g(retest_only=True, retest_tests=['gdr'])
+    assert made['tests'] == ['gdr'] and {e['metric'] for e in made['expected']} == {'gdr_bw_gbs'}
