@@ -3,7 +3,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import measurements, preflight
+from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log, measurements, preflight
 from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
 from tests.unit import fixtures
 
@@ -126,6 +126,21 @@ def test_link_flap_and_aer_findings():
     found = measurements.link_flap_findings(kernel)
     assert [(f['check'], f['status']) for f in found] == [('link_flap', 'reject'), ('pcie_aer', 'marginal')]
     assert measurements.link_flap_findings({}) == []
+
+
+def test_link_flap_counts_the_runbook_cable_module_lines():
+    log = kernel_log.parse_kernel_log(fixtures.local('kernel_log/journalctl_k_mlx5_port_module_unplugged_plugged_cable_error_runbook_synthetic.txt'))
+    found = measurements.link_flap_findings({'kernel_log': log})
+    assert [(f['check'], f['subject'], f['status']) for f in found] == [
+        ('link_flap', '0000:1b:00.0', 'reject'), ('link_flap', '0000:1c:00.0', 'reject')]
+    assert found[0]['actual'] == '1 link down, 1 link up, 1 cable error, 1 module unplugged, 1 module plugged'
+    assert found[1]['actual'] == '1 module unplugged'
+    assert any('Port module event[plugged_enabled]' in line for line in found[0]['verbatim'])
+
+
+def test_a_lone_plugged_enabled_line_is_instability():
+    log = kernel_log.parse_kernel_log('mlx5_core 0000:1b:00.0: Port module event[plugged_enabled]: module 0\n')
+    assert [f['actual'] for f in measurements.link_flap_findings({'kernel_log': log})] == ['1 module plugged']
 
 
 def facts(gpu_count=8, governor='performance', lnksta=32):
