@@ -283,9 +283,15 @@ def dcgmi(result, subject, peer):
         entry['id'] = 'dcgmi_diag:%s' % test.get('name')
         entry['preset_status'] = status
         entry['as_printed'] = '%s: %s' % (test.get('name'), test.get('overall'))
-        failing = [g for g, r in (test.get('per_gpu') or {}).items() if str(r.get('status')).lower() in ('fail', 'warn')]
-        if failing:
+        failing = sorted((g for g, r in (test.get('per_gpu') or {}).items() if str(r.get('status')).lower() in ('fail', 'warn')),
+                         key=lambda gpu: (len(str(gpu)), str(gpu)))
+        # A "Fail - All" row (all_gpus) failed every GPU of the run at once: say so, then name them.
+        if failing and test.get('all_gpus'):
+            entry['as_printed'] += ' on all GPUs (GPU %s)' % ', '.join(str(g) for g in failing)
+        elif failing:
             entry['as_printed'] += ' on GPU %s' % ', '.join(str(g) for g in failing)
+        elif test.get('all_gpus') and status != 'healthy':
+            entry['as_printed'] += ' on all GPUs'
         entries.append(entry)
     if not entries and _error_of(result):
         entry = _base('dcgmi', subject, 'dcgmi_diag', peer, result)

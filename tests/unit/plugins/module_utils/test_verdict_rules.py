@@ -264,3 +264,12 @@ def test_rules_use_the_catalogue_families():
     # A new per-HCA RDMA metric of the rdma_bw family is read by the same rules without a code change.
     for metric in catalogue.metrics_in_family('rdma_bw'):
         assert verdict.family_of(metric) == 'rdma_bw'
+
+
+def test_dcgmi_fail_all_names_the_test_and_every_gpu():
+    result = run(dcgmi_figures('dcgmi/dcgmi_diag_r3_dcgm3.3.8_gpu_memory_fail_all_8xh100_prompt_nccltests264.txt'))
+    cause = named(result, 'gpu_diagnostics')
+    assert len(cause) == 1 and cause[0]['subjects'] == ['GPU Memory']
+    assert 'GPU Memory: fail on all GPUs (GPU 0, 1, 2, 3, 4, 5, 6, 7)' in cause[0]['detail']
+    # The skipped tests after the failure are not failures of their own.
+    assert 'PCIe' not in cause[0]['detail'] and result['bucket'] == 'C'
