@@ -16,7 +16,7 @@ description:
     fabric and never picks a bridge both boxes happen to share (docker0 C(172.17.0.0/16) on node and peer).
   - An address without a prefix length counts as a host (C(/32)); ports without an address are left out.
   - Returns null when either end has no addressed live port (nothing to derive; the caller omits the option).
-  - Fails when the only covering subnet is wider than C(/8) (the two ends' fabric addresses are in unrelated networks):
+  - Fails when the only covering subnet is wider than C(/8), the two ends' fabric addresses being in unrelated networks;
     no single subnet pins the traffic safely then, and the operator sets C(netval_fabric_subnet).
   - Needs the Python library netaddr on the controller.
 requirements:

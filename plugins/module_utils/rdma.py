@@ -28,11 +28,6 @@ PHYS_STATES = {0: '<unknown>', 1: 'Sleep', 2: 'Polling', 3: 'Disabled', 4: 'Port
 STATE_ACTIVE = 4
 PHYS_LINK_UP = 5
 
-# ibstat prints these words (ibstat.c port_state_str / port_phy_state_str).
-IBSTAT_STATES = ('Down', 'Initializing', 'Armed', 'Active')
-IBSTAT_PHYS_STATES = ('No state change', 'Sleep', 'Polling', 'Disabled', 'PortConfigurationTraining',
-                      'LinkUp', 'LinkErrorRecovery', 'PhyTest')
-
 _ANSI = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
 _PCI_BDF = re.compile(r'^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
 _ZERO_GID = re.compile(r'^[0:]+$')

@@ -153,7 +153,8 @@ def facts(gpu_count=8, governor='performance', lnksta=32):
                                                                                   'LnkSta: Speed 16GT/s (downgraded), Width x16']}}]}
     host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
             'modules': dict((m, {}) for m in T400['host']['modules']), 'cpu_governor': {'uniform': governor, 'counts': {governor: 64}},
-            'no_turbo': False, 'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}}
+            'no_turbo': False, 'memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+            'memlock_login': {'user': 'root', 'soft_kib': 'unlimited', 'source': 'login_shell', 'errors': []}}
     return {'rdma': {'devices': ports}, 'pcie': pcie, 'host': host, 'gpu': {'gpu_count': gpu_count, 'gpus': [], 'xid_events': []},
             'nic': {'msg': 'ethtool missing', 'failed': False}, 'firmware': None}
 
