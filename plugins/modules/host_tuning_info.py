@@ -14,10 +14,10 @@ version_added: 0.1.0
 description:
   - Reads the kernel command line, the hugepage pools, the loaded kernel modules,
     the CPU frequency governor, C(intel_pstate/no_turbo), NIC IRQ placement and the memlock limit of a node.
-  - The memlock limit that matters is the one a login session of the test user gets (RV(memlock_login)): C(ulimit -l) in a login
-    shell of O(memlock_user) (C(runuser -l), else C(su -)), and the pam_limits files (C(limits.conf), C(limits.d/*.conf)) as
-    pam_limits applies them. The module's own process limit (RV(memlock)) is NOT that answer - Ansible's process inherits
-    whatever sshd or sudo gave it - and is returned only for the record.
+  - The memlock limit that matters is the one a login session of the test user gets (RV(memlock_login)), read as C(ulimit -l) in a
+    login shell of O(memlock_user) (C(runuser -l), else C(su -)) and from the pam_limits files (C(limits.conf), C(limits.d/*.conf))
+    as pam_limits applies them. The module's own process limit (RV(memlock)) is NOT that answer (Ansible's process inherits
+    whatever sshd or sudo gave it) and is returned only for the record.
   - Everything is read from C(/proc) and C(/sys); nothing is changed.
   - Facts that do not exist on the host (no cpufreq in a VM, no intel_pstate on AMD) are returned as empty or null, not as errors.
 author:
