@@ -284,9 +284,9 @@ def check_memlock(host, profile):
     user = login.get('user') or 'the test user'
     soft = login.get('soft_kib')
     if soft is None:
+        why = '; '.join(login.get('errors') or []) or 'no login shell, no pam_limits line'
         return [finding('memlock', user, UNKNOWN, '>= %s KiB' % spec['min_kib'], None,
-                        'memlock of a login session of %s could not be read: %s' % (user, '; '.join(login.get('errors') or [])
-                                                                                   or 'no login shell, no pam_limits line'))]
+                        'memlock of a login session of %s could not be read: %s' % (user, why))]
     ok = _kib_at_least(soft, spec['min_kib'])
     where = login.get('source')
     if where == 'pam_limits':

@@ -184,8 +184,9 @@ def query_link(runner, tool, device, timeout):
     result = runner.run(tool, args, timeout=timeout, check=False)
     shown = ' '.join([tool] + args)
     if result.timed_out or result.rc != 0:
-        return dict(empty, cmd=shown, error='%s on %s %s: %s' % (shown, hostname(), 'timed out' if result.timed_out else 'exited %d' % result.rc,
-                                                                  (result.stderr or result.stdout or '').strip()[-300:] or 'no message'))
+        how = 'timed out' if result.timed_out else 'exited %d' % result.rc
+        said = (result.stderr or result.stdout or '').strip()[-300:] or 'no message'
+        return dict(empty, cmd=shown, error='%s on %s %s: %s' % (shown, hostname(), how, said))
     try:
         parsed = mlx.parse_mlxlink(result.stdout)
     except ParseError as exc:

@@ -27,7 +27,7 @@ def port(address, prefixlen, device='mlx5_0'):
 ])
 def test_covering_subnet(node, peer, subnet):
     result = fabric_subnet(node, peer)
-    assert result == subnet and type(result) is str
+    assert result == subnet and isinstance(result, str)
 
 
 def test_nothing_to_derive_is_none():
