@@ -297,7 +297,11 @@ def check_memlock(host, profile):
 
 
 def check_roce_gids(rdma, profile):
-    """Every live RoCE port has a GID index carrying RoCE v2 with the port's IPv4 (what perftest -x and NCCL_IB_GID_INDEX use)."""
+    """Every live, addressed RoCE port has a GID index carrying RoCE v2 with its IPv4 (what perftest -x and NCCL_IB_GID_INDEX use).
+
+    A live port without an IPv4 address is not graded: it carries no test traffic (the second PCI path of a DGX Spark's
+    cable is ACTIVE and unaddressed by design), and the port and NIC-count checks say whether enough ports are usable.
+    """
     spec = _spec(profile, 'roce_v2_gid')
     if spec is None or rdma is None:
         return []
@@ -315,6 +319,8 @@ def check_roce_gids(rdma, profile):
             findings.append(finding('roce_v2_gid', subject, UNKNOWN, 'a RoCE v2 GID with the port IPv4', None,
                                     '%s: the netdevs\' IPv4 addresses were not read (rdma_info ipv4=false)' % subject))
             continue
+        if not addresses:
+            continue
         matching = [g for g in v2 if g['ipv4'] in addresses]
         if matching:
             findings.append(finding('roce_v2_gid', subject, HEALTHY, 'a RoCE v2 GID with the port IPv4', 'index %s' % matching[0]['index'],
@@ -322,9 +328,9 @@ def check_roce_gids(rdma, profile):
             continue
         have = ', '.join('%s %s %s' % (g.get('index'), g.get('type') or g.get('roce_version'), g.get('ipv4') or '-')
                          for g in pinfo.get('gids') or []) or 'no GIDs'
-        why = 'no IPv4 address on its netdev' if not addresses else 'no RoCE v2 GID carries %s' % ', '.join(addresses)
         findings.append(finding('roce_v2_gid', subject, spec['severity'], 'a RoCE v2 GID with the port IPv4', have,
-                                '%s is live but has %s (GIDs: %s); show_gids should list a v2 IPv4 GID for RoCE' % (subject, why, have)))
+                                '%s is live but no RoCE v2 GID carries %s (GIDs: %s); show_gids should list a v2 IPv4 GID for RoCE'
+                                % (subject, ', '.join(addresses), have)))
     return findings
 
 

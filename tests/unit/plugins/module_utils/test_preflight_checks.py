@@ -211,15 +211,16 @@ def test_live_roce_port_needs_a_v2_gid_with_its_ipv4():
         'rocep1s0f0': {'pci_address': '0000:01:00.0', 'ipv4': ['10.0.0.1'], 'ports': {'1': roce_port(gids=[V1, V2_IPV4])}},
         # live, addressed, but only v1 GIDs (a RoCE v1-only setup or a GID table not yet populated)
         'roceP2p1s0f0': {'pci_address': '0002:01:00.0', 'ipv4': ['10.0.1.1'], 'ports': {'1': roce_port(gids=[V1])}},
-        # live without an address: no IPv4 GID can exist
+        # live without an address (the Spark's second PCI path): carries no test traffic, not graded
         'rocep1s0f1': {'pci_address': '0000:01:00.1', 'ipv4': [], 'ports': {'1': roce_port(gids=[V1])}},
         # down: port_state names it, the GID check does not
         'roceP2p1s0f1': {'pci_address': '0002:01:00.1', 'ipv4': [], 'ports': {'1': roce_port('DOWN')}},
         # InfiniBand: no RoCE GID to want
         'mlx5_0': {'pci_address': '0000:1b:00.0', 'ipv4': [], 'ports': {'1': roce_port(layer='InfiniBand')}}}}
     found = preflight.check_roce_gids(rdma, pair)
-    assert checks(found, 'roce_v2_gid') == [('roceP2p1s0f0/1', 'marginal'), ('rocep1s0f0/1', 'healthy'), ('rocep1s0f1/1', 'marginal')]
-    assert 'no RoCE v2 GID carries 10.0.1.1' in found[0]['detail'] and 'no IPv4 address on its netdev' in found[2]['detail']
+    assert checks(found, 'roce_v2_gid') == [('roceP2p1s0f0/1', 'marginal'), ('rocep1s0f0/1', 'healthy')]
+    assert found[0]['detail'] == ('roceP2p1s0f0/1 is live but no RoCE v2 GID carries 10.0.1.1 (GIDs: 0 IB/RoCE v1 -); '
+                                  'show_gids should list a v2 IPv4 GID for RoCE')
     assert found[1]['actual'] == 'index 3'
     unread = {'devices': {'rocep1s0f0': dict(rdma['devices']['rocep1s0f0'], ipv4=None)}}
     assert checks(preflight.check_roce_gids(unread, pair), 'roce_v2_gid') == [('rocep1s0f0/1', 'unknown')]
