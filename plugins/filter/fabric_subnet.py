@@ -16,8 +16,9 @@ description:
     fabric and never picks a bridge both boxes happen to share (docker0 C(172.17.0.0/16) on node and peer).
   - An address without a prefix length counts as a host (C(/32)); ports without an address are left out.
   - Returns null when either end has no addressed live port (nothing to derive; the caller omits the option).
-  - Fails when the only covering subnet is wider than C(/8), the two ends' fabric addresses being in unrelated networks;
-    no single subnet pins the traffic safely then, and the operator sets C(netval_fabric_subnet).
+  - When the only covering subnet would be wider than C(/8) (the two ends' fabric addresses in unrelated networks, where one subnet
+    would also cover docker0 or the management network), returns the merged networks comma-separated instead, as Open MPI's
+    C(*_if_include) options accept them.
   - Needs the Python library netaddr on the controller.
 requirements:
   - netaddr
@@ -42,7 +43,9 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: The covering subnet, such as C(10.0.0.0/30), or null when either end has no addressed live port.
+  description:
+    - The covering subnet, such as C(10.0.0.0/30), or null when either end has no addressed live port.
+    - Comma-separated networks (C(10.0.0.0/30,192.168.7.0/30)) when no subnet of C(/8) or narrower covers both ends.
   type: str
 '''
 
@@ -53,7 +56,7 @@ try:
 except ImportError:
     netaddr = None
 
-# A covering subnet wider than this would also cover unrelated networks (docker0, management): refused.
+# A covering subnet wider than this would also cover unrelated networks (docker0, management): the networks are listed instead.
 WIDEST_PREFIXLEN = 8
 
 
@@ -93,10 +96,7 @@ def fabric_subnet(node_ports, peer):
     # spanning_cidr over the lowest and highest address: given whole networks it widens one step too far.
     covering = merged[0] if len(merged) == 1 else netaddr.spanning_cidr([merged[0][0], merged[-1][-1]])
     if covering.prefixlen < WIDEST_PREFIXLEN:
-        raise AnsibleFilterError('fabric_subnet: the node (%s) and peer (%s) fabric networks are only covered by %s, which also covers '
-                                 'unrelated networks such as docker0; set netval_fabric_subnet'
-                                 % (', '.join(str(n) for n in netaddr.cidr_merge(node)),
-                                    ', '.join(str(n) for n in netaddr.cidr_merge(other)), covering))
+        return ','.join(str(network) for network in merged)
     return str(covering)
 
 

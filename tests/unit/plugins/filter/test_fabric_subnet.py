@@ -35,8 +35,13 @@ def test_nothing_to_derive_is_none():
     assert fabric_subnet([], None) is None
 
 
+def test_unrelated_networks_are_listed_not_covered_by_one_that_takes_docker0_too():
+    assert fabric_subnet([port('10.0.0.1', 30)], [port('192.168.0.2', 30)]) == '10.0.0.0/30,192.168.0.0/30'
+    # within one /8 a covering subnet is still one
+    assert fabric_subnet([port('10.0.0.1', 30)], [port('10.200.0.2', 30)]) == '10.0.0.0/8'
+
+
 @pytest.mark.parametrize('node,peer,words', [
-    ([port('10.0.0.1', 30)], [port('192.168.0.2', 30)], 'unrelated networks'),
     ([port('10.0.0.1', 99)], [port('10.0.0.2', 30)], 'node port mlx5_0'),
     ([port('10.0.0.1', 30)], 'mlx5_0', 'peer live ports must be a list'),
 ])
@@ -71,3 +76,15 @@ def test_docker0_on_both_boxes_cannot_be_picked(tmp_path, monkeypatch):
     words = [word for word in result['cmd'].split() if word != hostfile]
     assert words[words.index('oob_tcp_if_include') + 1] == words[words.index('btl_tcp_if_include') + 1] == '10.0.0.0/30'
     assert not [word for word in words if '172.17' in word or 'docker0' in word]
+
+
+def test_two_unrelated_subnets_reach_mpirun_as_one_list(tmp_path, monkeypatch):
+    workdir = str(tmp_path / 'nccl')
+    monkeypatch.setattr(nccl_tests.tempfile, 'mkdtemp', lambda prefix=None: os.mkdir(workdir) or workdir)
+    subnets = fabric_subnet([port('10.0.0.1', 30)], [port('192.168.7.2', 30)])
+    expected = ['/usr/bin/timeout', '--kill-after=5', '1800', '/usr/bin/mpirun', '-np', '2', '--hostfile', os.path.join(workdir, 'hostfile'),
+                '--mca', 'oob_tcp_if_include', '10.0.0.0/30,192.168.7.0/30', '--mca', 'btl_tcp_if_include', '10.0.0.0/30,192.168.7.0/30',
+                '-x', 'NCCL_DEBUG=INFO', 'all_reduce_perf']
+    result, failed = run_module(nccl_tests.main, {'binary': 'all_reduce_perf', 'hosts': [{'name': 'a', 'slots': 1}, {'name': 'b', 'slots': 1}],
+                                                  'fabric_subnet': subnets}, calls=[Call(expected, rc=1, err='stopped here')])
+    assert result['_ran'] == [expected]
