@@ -54,13 +54,6 @@ def _unknown(value):
     return value is None or value.strip().lower() in _UNKNOWN or value.strip().lower().startswith('unknown')
 
 
-def _int_or_none(value):
-    value = (value or '').strip()
-    if re.match(r'^-?\d+$', value):
-        return int(value)
-    return None
-
-
 def _key_value_lines(tool, text):
     """Yield (key, value) for ``key: value`` lines; raise when a line is neither that nor blank."""
     for line in text.splitlines():

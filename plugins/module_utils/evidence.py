@@ -261,8 +261,10 @@ class _Namer(object):
 def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     """What the evidence bundle of one node holds beyond the fixed checklist.
 
-    Returns {commands: [...per-netdev ethtool, per-device flint, mlxlink for
-    marginal/rejected NICs...], files: {relpath: content}, paths: [...]}.
+    Returns {commands: [...], files: {relpath: content}, paths: [...]}.  The commands cover every NIC the preflight
+    facts know, Down and inactive ones included (a dead port is what the provider most needs to see): ethtool
+    (settings, driver, rings, channels, features, pause, counters) for every netdev of every RDMA device and every
+    netdev nic_info read, and flint, mlxconfig, lspci and mlxlink (module, counters, eye) for every RDMA device.
     """
     node_result = node_result or {}
     facts = facts or {}
@@ -271,19 +273,22 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     commands = []
     netdevs = []
     netdev_name, device_name, test_name = _Namer(), _Namer(), _Namer()
-    for port in rdma.get('live_ports') or []:
-        if port.get('netdev') and port['netdev'] not in netdevs:
-            netdevs.append(port['netdev'])
+    # Live ports first (the tested netdevs), then every RDMA device's netdevs, then whatever else nic_info read.
+    candidates = [port.get('netdev') for port in rdma.get('live_ports') or []]
+    for device in sorted(devices):
+        info = devices[device] or {}
+        candidates += list(info.get('netdevs') or [])
+        candidates += [gid.get('netdev') for gid in info.get('gids') or []]
+    candidates += sorted(((facts.get('nic') or {}).get('nics') or {}))
+    for netdev in candidates:
+        if netdev and netdev not in netdevs:
+            netdevs.append(netdev)
     for netdev in netdevs:
         name = netdev_name(netdev)
         for flag, suffix in ((None, 'link'), ('-i', 'driver'), ('-g', 'ring'), ('-l', 'channels'), ('-k', 'features'),
                              ('-a', 'pause'), ('-S', 'counters')):
             argv = ['ethtool'] + ([flag] if flag else []) + [netdev]
             commands.append({'name': 'ethtool.%s.%s.txt' % (name, suffix), 'argv': argv})
-    bad = set()
-    for test in node_result.get('tests') or []:
-        if test.get('status') in ('marginal', 'reject') and test.get('kind') in ('perftest_bw', 'perftest_lat'):
-            bad.add(test.get('subject'))
     for device in sorted(devices):
         pci = devices[device].get('pci_address')
         if not pci:
@@ -291,9 +296,8 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
         commands.append({'name': 'flint.%s.txt' % device_name(device), 'argv': ['flint', '-d', pci, 'q']})
         commands.append({'name': 'mlxconfig.%s.txt' % device_name(device), 'argv': ['mlxconfig', '-d', pci, 'q']})
         commands.append({'name': 'lspci-vvv.%s.txt' % device_name(device), 'argv': ['lspci', '-vvv', '-s', pci]})
-        if device in bad:
-            # A slow NIC gets its link's BER and cable facts, for the letter.
-            commands.append({'name': 'mlxlink.%s.txt' % device_name(device), 'argv': ['mlxlink', '-d', pci, '-c', '-e']})
+        # The link's state, BER, FEC and cable facts, for the letter: a Down port's most of all.
+        commands.append({'name': 'mlxlink.%s.txt' % device_name(device), 'argv': ['mlxlink', '-d', pci, '-m', '-c', '-e']})
     files = {
         'results.json': json.dumps(node_result, indent=2, sort_keys=True, default=str),
         'thresholds.json': json.dumps(profile or {}, indent=2, sort_keys=True, default=str),

@@ -16,9 +16,6 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.errors import Pars
 from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.sysfs import read_value as _read
 
-_SIZE_UNITS = {'b': 1, 'kb': 1024, 'k': 1024, 'mb': 1024 ** 2, 'm': 1024 ** 2,
-               'gb': 1024 ** 3, 'g': 1024 ** 3, 'tb': 1024 ** 4, 't': 1024 ** 4}
-
 
 @tool_parser('cmdline')
 def parse_cmdline(text):
@@ -152,6 +149,95 @@ def parse_ulimit_l(text):
     return {'memlock_kib': int(text)}
 
 
+# pam_limits: the most specific domain wins (user over @group over *); among equals, the later line (limits.d after limits.conf).
+_PAM_USER, _PAM_GROUP, _PAM_ALL = 0, 1, 2
+_PAM_TYPES = ('soft', 'hard', '-')
+
+
+@tool_parser('limits.conf')
+def parse_pam_limits(text):
+    """One pam_limits file (/etc/security/limits.conf or limits.d/*.conf) -> {entries: [{domain, type, item, value, line}],
+    ignored: [lines]}, each ``line`` as written (without its comment).
+
+    ``value`` is an int, or 'unlimited' for unlimited/infinity/-1.  Lines pam_limits itself skips (fewer than four
+    fields, an unknown type, a value that is no number) are listed in ``ignored``, as pam_limits logs and skips them.
+    """
+    entries = []
+    ignored = []
+    for raw in text.splitlines():
+        line = raw.split('#', 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split()
+        if len(fields) != 4 or fields[1] not in _PAM_TYPES:
+            ignored.append(line)
+            continue
+        domain, kind, item, value = fields
+        if value.lower() in ('unlimited', 'infinity', '-1'):
+            value = 'unlimited'
+        elif re.match(r'^\d{1,20}$', value):
+            value = int(value)
+        else:
+            ignored.append(line)
+            continue
+        entries.append({'domain': domain, 'type': kind, 'item': item.lower(), 'value': value, 'line': line})
+    return {'entries': entries, 'ignored': ignored}
+
+
+def _pam_rank(domain, user, groups):
+    """How specifically ``domain`` names ``user`` (lower is more specific), None when it does not apply.
+
+    limits.conf(5): group and wildcard limits are not applied to root; root's limits need its own name.
+    """
+    if domain == user:
+        return _PAM_USER
+    if user == 'root':
+        return None
+    if domain.startswith('@') and domain[1:] in groups:
+        return _PAM_GROUP
+    if domain == '*':
+        return _PAM_ALL
+    return None
+
+
+def resolve_pam_limit(files, item, user, groups=()):
+    """The soft and hard ``item`` limits pam_limits gives ``user`` (member of ``groups``) at login.
+
+    ``files`` is [(path, parse_pam_limits result)] in pam_limits' reading order: limits.conf, then limits.d/*.conf by name.
+    Returns {soft, hard, soft_from, hard_from} with the values as written (KiB for memlock, or 'unlimited') and
+    'path: line' naming the line that set each; None where no line applies (the session keeps what its parent had).
+    """
+    best = {'soft': (None, None, None), 'hard': (None, None, None)}
+    for path, parsed in files:
+        for entry in parsed.get('entries') or []:
+            if entry['item'] != item:
+                continue
+            rank = _pam_rank(entry['domain'], user, set(groups or ()))
+            if rank is None:
+                continue
+            for kind in ('soft', 'hard') if entry['type'] == '-' else (entry['type'],):
+                current = best[kind][0]
+                if current is None or rank <= current:
+                    best[kind] = (rank, entry['value'], '%s: %s' % (path, entry['line']))
+    return {'soft': best['soft'][1], 'hard': best['hard'][1], 'soft_from': best['soft'][2], 'hard_from': best['hard'][2]}
+
+
+def read_pam_limits_files(limits_dir='/etc/security'):
+    """[(path, text)] of limits.conf and limits.d/*.conf under ``limits_dir``, in pam_limits' order; missing files left out."""
+    paths = [os.path.join(limits_dir, 'limits.conf')]
+    try:
+        names = sorted(name for name in os.listdir(os.path.join(limits_dir, 'limits.d')) if name.endswith('.conf'))
+    except OSError:
+        names = []
+    paths += [os.path.join(limits_dir, 'limits.d', name) for name in names]
+    found = []
+    for path in paths:
+        text = _read(path)
+        if text is not None:
+            found.append((path, text))
+    return found
+
+
 @tool_parser('cpulist')
 def parse_cpulist(text):
     """A kernel CPU list such as ``0-3,8,10-11`` -> {cpus: [0, 1, 2, 3, 8, 10, 11]}."""
@@ -169,12 +255,6 @@ def parse_cpulist(text):
             raise ParseError('cpulist', 'bad range', part)
         cpus.update(range(first, last + 1))
     return {'cpus': sorted(cpus)}
-
-
-@tool_parser('smp_affinity_list')
-def parse_smp_affinity_list(text):
-    """/proc/irq/N/smp_affinity_list -> {cpus: [...]} (same format as a CPU list)."""
-    return parse_cpulist(text)
 
 
 def read_cpu_governors(sysfs_root='/sys'):

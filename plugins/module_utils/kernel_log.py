@@ -47,7 +47,9 @@ _THERMAL = re.compile(r'(temperature above threshold|clock throttled|critical te
                       r'|temperature is over|Thermal Slowdown|overheat)', re.IGNORECASE)
 _NETDEV_LINK = re.compile(r'(' + _WORD + r') (' + _BDF + r') (' + _WORD + r'): (?:NIC )?Link (?:is )?(up|down)\b(.*)$', re.IGNORECASE)
 _IB_PORT = re.compile(r'(' + _WORD + r') (' + _BDF + r') (' + _WORD + r'): Port: (\d{1,5}) Link (\w{1,32})')
-_MODULE = re.compile(r'(' + _WORD + r') (' + _BDF + r')(?: (' + _WORD + r'))?: Port module event(\[error\])?: module (\d{1,5}), (.*)$')
+# mainline prints "Port module event: module 0, Cable unplugged" and "Port module event[error]: module 0, Cable error, <why>";
+# the runbook's (MLNX_OFED) lines carry the status in the brackets alone: "Port module event[plugged_enabled]: module 0".
+_MODULE = re.compile(r'(' + _WORD + r') (' + _BDF + r')(?: (' + _WORD + r'))?: Port module event(?:\[(\w{1,32})\])?: module (\d{1,5})(?:, (.*))?$')
 _AER_RECEIVED = re.compile(r'(' + _BDF + r'): AER: (Multiple )?(Corrected|Correctable|Uncorrected|Uncorrectable)'
                            r'(?: \((Non-Fatal|Fatal)\))? error (?:message )?received(?: from)?:? (\S{1,64})')
 _AER_DETAIL = re.compile(r'(' + _WORD + r') (' + _BDF + r'): (?:AER: )?PCIe Bus Error: severity=([^,]{1,64}), type=([^,]{1,64})'
@@ -165,14 +167,17 @@ def parse_kernel_log(text):
             continue
         match = _MODULE.search(message) if 'Port module event' in message else None
         if match:
-            status = match.group(6).strip()
-            lowered = status.lower()
-            if match.group(4) or 'error' in lowered:
+            tag = (match.group(4) or '').lower()
+            status = (match.group(6) or '').strip() or tag
+            lowered = '%s %s' % (tag, status.lower())
+            if 'error' in lowered:
                 event = 'cable_error'
             elif 'unplugged' in lowered:
                 event = 'module_unplugged'
             elif 'plugged' in lowered:
                 event = 'module_plugged'
+            elif 'disabled' in lowered:
+                event = 'module_disabled'
             else:
                 event = 'module_event'
             entry.update({'driver': match.group(1), 'device': _bus(match.group(2)), 'netdev': match.group(3), 'ibdev': None,

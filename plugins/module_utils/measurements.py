@@ -283,9 +283,15 @@ def dcgmi(result, subject, peer):
         entry['id'] = 'dcgmi_diag:%s' % test.get('name')
         entry['preset_status'] = status
         entry['as_printed'] = '%s: %s' % (test.get('name'), test.get('overall'))
-        failing = [g for g, r in (test.get('per_gpu') or {}).items() if str(r.get('status')).lower() in ('fail', 'warn')]
-        if failing:
+        failing = sorted((g for g, r in (test.get('per_gpu') or {}).items() if str(r.get('status')).lower() in ('fail', 'warn')),
+                         key=lambda gpu: (len(str(gpu)), str(gpu)))
+        # A "Fail - All" row (all_gpus) failed every GPU of the run at once: say so, then name them.
+        if failing and test.get('all_gpus'):
+            entry['as_printed'] += ' on all GPUs (GPU %s)' % ', '.join(str(g) for g in failing)
+        elif failing:
             entry['as_printed'] += ' on GPU %s' % ', '.join(str(g) for g in failing)
+        elif test.get('all_gpus') and status != 'healthy':
+            entry['as_printed'] += ' on all GPUs'
         entries.append(entry)
     if not entries and _error_of(result):
         entry = _base('dcgmi', subject, 'dcgmi_diag', peer, result)
@@ -373,19 +379,35 @@ def loop_measurements(results, peer=None, end=None):
     return found
 
 
+# Kernel link events that mean a port was unstable during the test window, with how a finding names them:
+# link down/up (netdev or IB port) and the runbook's cable-module lines (unplugged, plugged_enabled, Cable error).
+LINK_FLAP_EVENTS = (('down', 'link down'), ('up', 'link up'), ('cable_error', 'cable error'),
+                    ('module_unplugged', 'module unplugged'), ('module_plugged', 'module plugged'),
+                    ('module_disabled', 'module disabled'))
+
+
 def link_flap_findings(kernel_result):
-    """Findings for link events (down/up, module errors) and AER errors seen in the kernel log during the tests."""
+    """Findings for link events (down/up, cable-module events) and AER errors seen in the kernel log during the tests."""
     findings = []
     log = (kernel_result or {}).get('kernel_log') or {}
     events = log.get('link_events') or (kernel_result or {}).get('link_events') or []
-    downs = {}
+    names = dict(LINK_FLAP_EVENTS)
+    by_device = {}
     for event in events:
-        if event.get('event') in ('down', 'cable_error', 'module_unplugged'):
-            downs.setdefault(event.get('device') or '?', []).append(event.get('line') or '')
-    for device, lines in sorted(downs.items()):
+        if event.get('event') in names:
+            by_device.setdefault(event.get('device') or '?', []).append(event)
+    for device, seen in sorted(by_device.items()):
+        # A link coming up alone is a port's bring-up (IB INIT -> ACTIVE), not instability.
+        if all(e.get('event') == 'up' for e in seen):
+            continue
+        counts = [(label, sum(1 for e in seen if e.get('event') == kind)) for kind, label in LINK_FLAP_EVENTS]
+        counted = ', '.join('%d %s' % (count, label) for label, count in counts if count)
+        downs = dict(counts)['link down']
         findings.append({'check': 'link_flap', 'subject': device, 'status': 'reject', 'expected': 'no link events during validation',
-                         'actual': '%d link-down events' % len(lines), 'blocking': False,
-                         'detail': '%s went down %d time(s) during validation' % (device, len(lines)), 'verbatim': lines[:5]})
+                         'actual': counted, 'blocking': False,
+                         'detail': '%s %s during validation (%s)' % (
+                             device, 'went down %d time(s)' % downs if downs else 'logged cable-module events', counted),
+                         'verbatim': [e.get('line') or '' for e in seen[:5]]})
     for event in log.get('aer') or (kernel_result or {}).get('aer_events') or []:
         severity = str(event.get('severity') or '')
         findings.append({'check': 'pcie_aer', 'subject': event.get('bdf') or '?',

@@ -86,6 +86,12 @@ CONFIGURED_CHECKS = {
     'firmware_uniform': {},
     'gpu_ecc_correctable': {'max': 'the most correctable ECC errors a GPU may have at delivery'},
     'gpu_pages_pending': {},
+    'memlock': {'min_kib': "the least locked-memory limit (KiB, or 'unlimited') a login session of the test user may have"},
+    'roce_v2_gid': {},
+    'irq_locality': {'min_fraction_local': "the least fraction of a NIC's IRQs whose affinity lies on the NIC's own NUMA node"},
+    'link_fec': {'allowed': 'the FEC modes mlxlink may report on a live link (matched ignoring case, spaces and punctuation)'},
+    'link_ber': {'effective_max': "the highest effective (post-FEC) physical BER mlxlink may report on a live link",
+                 'raw_max': 'the highest raw (pre-FEC) physical BER, or null not to grade it'},
 }
 
 
@@ -260,11 +266,167 @@ def check_host(host, profile):
                                 'CPU governor %s, expected %s' % (actual or ', '.join('%s x%s' % kv for kv in sorted(counts.items())), governor)))
     if host.get('no_turbo') is True:
         findings.append(finding('no_turbo', 'cpu', MARGINAL, 'turbo on', 'no_turbo=1', 'intel_pstate/no_turbo is 1 (turbo off)'))
-    memlock = spec.get('memlock')
-    soft = (host.get('memlock') or {}).get('soft')
-    if memlock == 'unlimited' and soft is not None:
-        status = HEALTHY if soft == 'unlimited' else MARGINAL
-        findings.append(finding('memlock', 'memlock', status, 'unlimited', soft, 'memlock limit %s, expected unlimited' % soft))
+    return findings
+
+
+def _kib_at_least(value, floor):
+    if floor == 'unlimited':
+        return value == 'unlimited'
+    return value == 'unlimited' or (isinstance(value, int) and value >= int(floor))
+
+
+def check_memlock(host, profile):
+    """The locked-memory limit of a login session of the test user (host_tuning_info memlock_login), not the module's own."""
+    spec = _spec(profile, 'memlock')
+    if spec is None or host is None:
+        return []
+    login = host.get('memlock_login') or {}
+    user = login.get('user') or 'the test user'
+    soft = login.get('soft_kib')
+    if soft is None:
+        why = '; '.join(login.get('errors') or []) or 'no login shell, no pam_limits line'
+        return [finding('memlock', user, UNKNOWN, '>= %s KiB' % spec['min_kib'], None,
+                        'memlock of a login session of %s could not be read: %s' % (user, why))]
+    ok = _kib_at_least(soft, spec['min_kib'])
+    where = login.get('source')
+    if where == 'pam_limits':
+        where = 'pam_limits %s' % ((login.get('pam_limits') or {}).get('soft_from') or '')
+    return [finding('memlock', user, HEALTHY if ok else spec['severity'], '%s KiB' % spec['min_kib'] if spec['min_kib'] != 'unlimited'
+                    else 'unlimited', soft, 'memlock (ulimit -l) of a login session of %s is %s%s, expected %s (from %s)'
+                    % (user, soft, '' if soft == 'unlimited' else ' KiB', spec['min_kib'], where))]
+
+
+def check_roce_gids(rdma, profile):
+    """Every live, addressed RoCE port has a GID index carrying RoCE v2 with its IPv4 (what perftest -x and NCCL_IB_GID_INDEX use).
+
+    A live port without an IPv4 address is not graded: it carries no test traffic (the second PCI path of a DGX Spark's
+    cable is ACTIVE and unaddressed by design), and the port and NIC-count checks say whether enough ports are usable.
+    """
+    spec = _spec(profile, 'roce_v2_gid')
+    if spec is None or rdma is None:
+        return []
+    roce_profile = (profile.get('nics') or {}).get('link_layer') == 'Ethernet'
+    findings = []
+    for device, port, info, pinfo in _ports(rdma):
+        layer = pinfo.get('link_layer')
+        if not _state_active(pinfo) or not (layer == 'Ethernet' or (roce_profile and layer is None)):
+            continue
+        subject = '%s/%s' % (device, port)
+        # rdma_info's IPv4 addresses of the device's netdevs (None: not read).
+        addresses = info.get('ipv4')
+        v2 = [g for g in pinfo.get('gids') or [] if g.get('roce_version') == 'v2' and g.get('ipv4')]
+        if addresses is None:
+            findings.append(finding('roce_v2_gid', subject, UNKNOWN, 'a RoCE v2 GID with the port IPv4', None,
+                                    '%s: the netdevs\' IPv4 addresses were not read (rdma_info ipv4=false)' % subject))
+            continue
+        if not addresses:
+            continue
+        matching = [g for g in v2 if g['ipv4'] in addresses]
+        if matching:
+            findings.append(finding('roce_v2_gid', subject, HEALTHY, 'a RoCE v2 GID with the port IPv4', 'index %s' % matching[0]['index'],
+                                    '%s: GID index %s is RoCE v2 with %s' % (subject, matching[0]['index'], matching[0]['ipv4'])))
+            continue
+        have = ', '.join('%s %s %s' % (g.get('index'), g.get('type') or g.get('roce_version'), g.get('ipv4') or '-')
+                         for g in pinfo.get('gids') or []) or 'no GIDs'
+        findings.append(finding('roce_v2_gid', subject, spec['severity'], 'a RoCE v2 GID with the port IPv4', have,
+                                '%s is live but no RoCE v2 GID carries %s (GIDs: %s); show_gids should list a v2 IPv4 GID for RoCE'
+                                % (subject, ', '.join(addresses), have)))
+    return findings
+
+
+def _names_by_pci(rdma):
+    names = {}
+    for name, info in sorted(((rdma or {}).get('devices') or {}).items()):
+        if info.get('pci_address'):
+            names.setdefault(str(info['pci_address']).lower(), name)
+    return names
+
+
+def check_irq_locality(host, rdma, profile):
+    """The fraction of each RDMA NIC's IRQs whose affinity lies on the NIC's NUMA node (host_tuning_info irq_placement)."""
+    spec = _spec(profile, 'irq_locality')
+    if spec is None or host is None:
+        return []
+    names = _names_by_pci(rdma)
+    floor = float(spec['min_fraction_local'])
+    findings = []
+    for bdf, placement in sorted((host.get('irq_placement') or {}).items()):
+        subject = names.get(bdf.lower(), bdf)
+        fraction = placement.get('fraction_local')
+        expected = '>= %s of IRQs on NUMA node %s' % (floor, placement.get('numa_node'))
+        if fraction is None:
+            why = placement.get('error') or ('no IRQ names %s' % bdf if not placement.get('count')
+                                             else 'the NUMA-local CPUs or the IRQ affinities could not be read')
+            findings.append(finding('irq_locality', subject, UNKNOWN, expected, None, '%s (%s): IRQ placement unknown: %s' % (subject, bdf, why)))
+            continue
+        off = placement.get('off_node') or []
+        findings.append(finding('irq_locality', subject, HEALTHY if fraction >= floor else spec['severity'], expected, round(fraction, 3),
+                                '%s (%s): %d of %d IRQs on NUMA node %s%s' % (
+                                    subject, bdf, placement.get('count', 0) - len(off) - len(placement.get('unknown') or []),
+                                    placement.get('count', 0), placement.get('numa_node'),
+                                    ', off-node: %s' % ', '.join(off[:8]) if off else '')))
+    return findings
+
+
+def _fec_key(text):
+    return re.sub(r'[^a-z0-9]', '', str(text or '').lower())
+
+
+def _live_pcis(rdma):
+    """PCI addresses of RDMA devices with an Active port (None when rdma_info gave nothing: grade every link)."""
+    if rdma is None:
+        return None
+    return set(str(info.get('pci_address')).lower() for device, _port, info, pinfo in _ports(rdma) if _state_active(pinfo))
+
+
+def check_link_quality(firmware, rdma, profile):
+    """FEC mode and BER of each live link as mlxlink reports them (mlx_fw_info ``link``); a missing mlxlink is our gap."""
+    fec = _spec(profile, 'link_fec')
+    ber = _spec(profile, 'link_ber')
+    if (fec is None and ber is None) or firmware is None:
+        return []
+    names = _names_by_pci(rdma)
+    live = _live_pcis(rdma)
+    findings = []
+    for device, info in sorted((firmware.get('devices') or {}).items()):
+        if 'link' not in info:
+            continue
+        link = info.get('link') or {}
+        subject = names.get(str(device).lower(), device)
+        if link.get('error'):
+            findings.append(finding('link_fec' if fec else 'link_ber', subject, UNKNOWN, 'mlxlink output', None,
+                                    '%s: FEC and BER unknown: %s' % (subject, link['error'])))
+            continue
+        state = str((link.get('operational') or {}).get('state') or 'Active')
+        known_down = live is not None and subject != device and str(device).lower() not in live
+        if known_down or state.lower() != 'active':
+            continue  # a port that is not up has no FEC or BER to grade; port_state names it
+        cmd = ['$ %s' % link['cmd']] if link.get('cmd') else []
+        if fec:
+            mode = (link.get('operational') or {}).get('fec')
+            allowed = [_fec_key(a) for a in fec['allowed']]
+            if mode is None:
+                findings.append(finding('link_fec', subject, UNKNOWN, ' or '.join(fec['allowed']), None, '%s: mlxlink printed no FEC mode' % subject))
+            else:
+                ok = any(a and a in _fec_key(mode) for a in allowed)
+                findings.append(finding('link_fec', subject, HEALTHY if ok else fec['severity'], ' or '.join(fec['allowed']), mode,
+                                        '%s link FEC %s%s' % (subject, mode, '' if ok else ', expected %s' % ' or '.join(fec['allowed'])),
+                                        verbatim=None if ok else cmd + ['FEC : %s' % mode]))
+        if ber:
+            counters = link.get('counters') or {}
+            for key, limit, label in (('effective_physical_ber', ber.get('effective_max'), 'effective'),
+                                      ('raw_physical_ber', ber.get('raw_max'), 'raw')):
+                if limit is None:
+                    continue
+                value = counters.get(key)
+                if value is None:
+                    findings.append(finding('link_ber', subject, UNKNOWN, '<= %g' % float(limit), None,
+                                            '%s: mlxlink printed no %s physical BER (-c)' % (subject, label)))
+                    continue
+                ok = value <= float(limit)
+                findings.append(finding('link_ber', subject, HEALTHY if ok else ber['severity'], '<= %g' % float(limit), value,
+                                        '%s %s physical BER %g (limit %g)' % (subject, label, value, float(limit)),
+                                        verbatim=None if ok else cmd + ['%s Physical BER : %g' % (label.capitalize(), value)]))
     return findings
 
 
@@ -412,6 +574,10 @@ def preflight_findings(facts, profile):
     findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile)
     findings += check_firmware(facts.get('firmware'), profile)
     findings += check_gpu_memory(facts.get('gpu'), profile)
+    findings += check_memlock(facts.get('host'), profile)
+    findings += check_roce_gids(facts.get('rdma'), profile)
+    findings += check_irq_locality(facts.get('host'), facts.get('rdma'), profile)
+    findings += check_link_quality(facts.get('firmware'), facts.get('rdma'), profile)
     return findings
 
 

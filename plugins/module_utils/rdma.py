@@ -28,11 +28,6 @@ PHYS_STATES = {0: '<unknown>', 1: 'Sleep', 2: 'Polling', 3: 'Disabled', 4: 'Port
 STATE_ACTIVE = 4
 PHYS_LINK_UP = 5
 
-# ibstat prints these words (ibstat.c port_state_str / port_phy_state_str).
-IBSTAT_STATES = ('Down', 'Initializing', 'Armed', 'Active')
-IBSTAT_PHYS_STATES = ('No state change', 'Sleep', 'Polling', 'Disabled', 'PortConfigurationTraining',
-                      'LinkUp', 'LinkErrorRecovery', 'PhyTest')
-
 _ANSI = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
 _PCI_BDF = re.compile(r'^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
 _ZERO_GID = re.compile(r'^[0:]+$')
@@ -435,7 +430,8 @@ _IP_ADDR = re.compile(r'^(\d{1,10}):\s+([^\s@]{1,64})(?:@\S{1,64})?\s+(inet6?)\s
 @tool_parser('ip')
 def parse_ip_addr(text):
     """``ip -o addr show`` (one line per address; ``-4`` for IPv4 only) -> {addresses: [{ifindex, ifname,
-    family, address, prefixlen, scope, secondary, label}], ipv4_by_netdev: {IFNAME: [address, ...]}}.
+    family, address, prefixlen, scope, secondary, label}], ipv4_by_netdev: {IFNAME: [address, ...]},
+    ipv4_prefixlen_by_netdev: {IFNAME: {address: prefixlen}}}.
 
     Other ``ip`` output (without ``-o``) raises ParseError.
     """
@@ -456,10 +452,12 @@ def parse_ip_addr(text):
                           'address': match.group(4), 'prefixlen': int(match.group(5)), 'scope': scope,
                           'secondary': 'secondary' in attrs, 'label': label})
     by_netdev = {}
+    prefixlens = {}
     for entry in addresses:
         if entry['family'] == 'inet':
             by_netdev.setdefault(entry['ifname'], []).append(entry['address'])
-    return {'addresses': addresses, 'ipv4_by_netdev': by_netdev}
+            prefixlens.setdefault(entry['ifname'], {})[entry['address']] = entry['prefixlen']
+    return {'addresses': addresses, 'ipv4_by_netdev': by_netdev, 'ipv4_prefixlen_by_netdev': prefixlens}
 
 
 def _listdir(path):
@@ -605,14 +603,15 @@ def _port_gid_index(port, ipv4=None):
     return candidates[0]['index'] if candidates else None
 
 
-def select_live_ports(devices, ipv4_by_netdev=None, require_ipv4=False):
+def select_live_ports(devices, ipv4_by_netdev=None, require_ipv4=False, prefixlen_by_netdev=None):
     """The live port(s): state ACTIVE (4) and phys_state LinkUp (5), from read_infiniband_sysfs()['devices'].
 
     ``ipv4_by_netdev`` ({netdev: [address, ...]}, from parse_ip_addr) adds each port's netdev IPv4; ports
     whose netdev has an IPv4 come first (on a two-box RoCE pair the cabled, addressed port is the live one,
     and it may be f0 on one box and f1 on the other).  With ``require_ipv4`` ports without one are left out.
-    Returns [{device, port, netdev, ipv4, rate_gbps, link_layer, gid_index}] where ``gid_index`` is the port's
-    RoCE v2 GID carrying that IPv4 (else its first RoCE v2 IPv4 GID; None on InfiniBand or without an address).
+    Returns [{device, port, netdev, ipv4, ipv4_prefixlen, rate_gbps, link_layer, gid_index}] where ``gid_index`` is the
+    port's RoCE v2 GID carrying that IPv4 (else its first RoCE v2 IPv4 GID; None on InfiniBand or without an address) and
+    ``ipv4_prefixlen`` the address's prefix length from ``prefixlen_by_netdev`` ({netdev: {address: prefixlen}}; None unknown).
     A port whose phys_state is not LinkUp (or is unreadable) is never live.
     """
     live = []
@@ -631,7 +630,8 @@ def select_live_ports(devices, ipv4_by_netdev=None, require_ipv4=False):
                     break
             if require_ipv4 and ipv4 is None:
                 continue
-            live.append({'device': name, 'port': number, 'netdev': netdev, 'ipv4': ipv4,
+            prefixlen = ((prefixlen_by_netdev or {}).get(netdev) or {}).get(ipv4) if ipv4 else None
+            live.append({'device': name, 'port': number, 'netdev': netdev, 'ipv4': ipv4, 'ipv4_prefixlen': prefixlen,
                          'rate_gbps': port.get('rate_gbps'), 'link_layer': port.get('link_layer'),
                          'gid_index': _port_gid_index(port, ipv4)})
     live.sort(key=lambda entry: entry['ipv4'] is None)

@@ -65,9 +65,10 @@ NCCL_WRONG = 'nccl_wrong'
 GPU_HARDWARE_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc')
 GPU_MEMORY_WEAR_CHECKS = ('gpu_ecc_correctable', 'gpu_pages_pending')
 NIC_LINK_CHECKS = ('port_state', 'port_rate', 'nic_count')
+LINK_QUALITY_CHECKS = ('link_fec', 'link_ber')
 PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'hugepages_cmdline', 'governor', 'no_turbo', 'memlock')
 HOST_CONFIGURATION_CHECKS = PLATFORM_TUNING_CHECKS + ('modules', 'cqe_compression', 'rx_ring', 'channels', 'firmware_min_version',
-                                                      'firmware_uniform')
+                                                      'firmware_uniform', 'roce_v2_gid', 'irq_locality')
 
 # Families whose figures a slow NIC or a slow platform drags down with it.
 THROUGHPUT_FAMILIES = ('gdr_bw', 'aggregate_bw', 'tcp', 'nccl')
@@ -479,6 +480,15 @@ def rule_nic_link(results, _found):
                    [f.get('subject') for f in bad], bad)]
 
 
+def rule_link_quality(results, _found):
+    bad = results.findings_of(LINK_QUALITY_CHECKS)
+    if not bad:
+        return []
+    return [_cause('link_quality', 'Link FEC or BER out of profile (mlxlink): %s. Check the cable or transceiver and the FEC setting '
+                   'of both ends (the runbook: mlxlink output - eye opening, BER?); replace the cable and re-test that NIC.' % _details(bad),
+                   [f.get('subject') for f in bad], bad)]
+
+
 def rule_pcie_link(results, _found):
     return [_cause('pcie_link', 'PCIe link of %s: %s' % (f.get('subject'), f.get('detail')), [f.get('subject')], [f])
             for f in results.findings_of(('pcie_link',))]
@@ -663,6 +673,8 @@ CAUSE_RULES = (
     CauseRule('gpu_diagnostics', 'a dcgmi diag test (gpu_diag family) warns or fails', (), rule_gpu_diagnostics),
     CauseRule('link_instability', 'a link went down or a module event was logged during the tests', (), rule_link_instability),
     CauseRule('nic_link', 'an RDMA port is not Active, below its rate, or fewer ports are Active than the tier needs', (), rule_nic_link),
+    CauseRule('link_quality', 'an mlxlink FEC mode outside the allowed list or a BER above the profile limit on a live link', (),
+              rule_link_quality),
     CauseRule('pcie_link', 'a NIC\'s PCIe link is below the contract or its capability (one cause per NIC)', (), rule_pcie_link),
     CauseRule('pcie_errors', 'PCIe AER errors were logged during the tests', (), rule_pcie_errors),
     CauseRule('platform_tuning', 'every HCA\'s rdma_bw figure is below healthy by about the same fraction, not too far',

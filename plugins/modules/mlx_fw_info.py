@@ -15,6 +15,9 @@ description:
   - Runs C(flint -d DEV q) and C(mlxconfig -d DEV q) from the NVIDIA Firmware Tools (MFT), or C(mstflint -d DEV q) and
     C(mstconfig -d DEV q) from the open-source mstflint package, for each device and returns them parsed.
   - Reports the CQE compression setting of the firmware (C(CQE_COMPRESSION)) separately.
+  - With O(link_info), also runs C(mlxlink -d DEV -m -c -e) (MFT) or C(mstlink) (mstflint) per device for the link's FEC mode,
+    BER counters, cable module and eye; this module already speaks the MFT/mstflint tools per PCI device, nic_info only ethtool.
+    A missing link tool or a failed query is recorded in the device's C(link.error) (our gap, not the node's), never fatal.
   - Only queries; nothing is burnt or set.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -35,6 +38,10 @@ options:
     default: auto
   query_config:
     description: Also run C(mlxconfig q) / C(mstconfig q) and return the firmware configuration.
+    type: bool
+    default: true
+  link_info:
+    description: Also query each device's physical link with C(mlxlink -m -c -e) (or C(mstlink)) and return it as C(link).
     type: bool
     default: true
   sysfs_root:
@@ -90,7 +97,15 @@ devices:
       config: {"device_type": "ConnectX7", "parameters": {"SRIOV_EN": "True(1)", "CQE_COMPRESSION": "BALANCED(0)"}}
       cqe_compression: {"present": true, "value": "BALANCED(0)", "mode": "BALANCED", "code": 0, "enabled": true}
       tool: mft
-      tools: {"firmware": "flint", "config": "mlxconfig"}
+      tools: {"firmware": "flint", "config": "mlxconfig", "link": "mlxlink"}
+      link:
+        cmd: mlxlink -d 0000:af:00.0 -m -c -e
+        error: null
+        operational: {"state": "Active", "physical_state": "LinkUp", "speed": "400G", "width": "4x", "fec": "Standard_RS-FEC - (544,514)"}
+        counters: {"effective_physical_ber": 1.5e-254, "raw_physical_ber": 2e-09, "effective_physical_errors": 0, "link_down_counter": 0}
+        module: {"identifier": "OSFP", "vendor_name": "NVIDIA", "vendor_part_number": "MMA4Z00-NS", "temperature_c": 47.0}
+        troubleshooting: {"status_opcode": 0, "group_opcode": null, "recommendation": "No issue was observed"}
+        truncated: false
 '''
 
 import os
@@ -156,12 +171,36 @@ def query(runner, tool, device, parser, timeout):
     return None
 
 
+LINK_TOOLS = {'auto': ['mlxlink', 'mstlink'], 'mft': ['mlxlink'], 'mstflint': ['mstlink']}
+
+
+def query_link(runner, tool, device, timeout):
+    """{cmd, error, operational, counters, module, troubleshooting, truncated} of one device's link; a failure is recorded."""
+    empty = {'cmd': None, 'error': None, 'operational': None, 'counters': None, 'module': None, 'troubleshooting': None, 'truncated': None}
+    if tool is None:
+        return dict(empty, error='mlxlink (%s) or mstlink (%s) is not installed on %s: FEC and BER not read'
+                    % (package_hint('mlxlink'), package_hint('mstlink'), hostname()))
+    args = ['-d', device, '-m', '-c', '-e']
+    result = runner.run(tool, args, timeout=timeout, check=False)
+    shown = ' '.join([tool] + args)
+    if result.timed_out or result.rc != 0:
+        how = 'timed out' if result.timed_out else 'exited %d' % result.rc
+        said = (result.stderr or result.stdout or '').strip()[-300:] or 'no message'
+        return dict(empty, cmd=shown, error='%s on %s %s: %s' % (shown, hostname(), how, said))
+    try:
+        parsed = mlx.parse_mlxlink(result.stdout)
+    except ParseError as exc:
+        return dict(empty, cmd=shown, error='%s on %s: %s' % (shown, hostname(), exc))
+    return dict(empty, cmd=shown, **dict((key, parsed[key]) for key in ('operational', 'counters', 'module', 'troubleshooting', 'truncated')))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             devices=dict(type='list', elements='str'),
             tool=dict(type='str', choices=['auto', 'mft', 'mstflint'], default='auto'),
             query_config=dict(type='bool', default=True),
+            link_info=dict(type='bool', default=True),
             sysfs_root=dict(type='path', default='/sys'),
             timeout=dict(type='int', default=120),
         ),
@@ -183,6 +222,7 @@ def main():
 
     runner = ToolRunner(module)
     firmware_tool, config_tool = choose_tools(module, runner, params['tool'], params['query_config'])
+    link_tool = runner.first_available(LINK_TOOLS[params['tool']]) if params['link_info'] else None
     results = {}
     for device in devices:
         firmware = query(runner, firmware_tool, device, mlx.parse_flint, params['timeout'])
@@ -196,8 +236,10 @@ def main():
             'config': config,
             'cqe_compression': cqe,
             'tool': 'mft' if firmware_tool == 'flint' else 'mstflint',
-            'tools': {'firmware': firmware_tool, 'config': config_tool},
+            'tools': {'firmware': firmware_tool, 'config': config_tool, 'link': link_tool},
         }
+        if params['link_info']:
+            results[device]['link'] = query_link(runner, link_tool, device, params['timeout'])
     module.exit_json(changed=False, devices=results)
 
 

@@ -90,7 +90,10 @@ options:
     description: Whether NCCL merges the ports of a dual-port NIC into one device (C(NCCL_IB_MERGE_NICS)).
     type: bool
   fabric_subnet:
-    description: Subnet (CIDR) Open MPI uses for its own traffic (C(--mca oob_tcp_if_include) and C(--mca btl_tcp_if_include)).
+    description:
+      - Subnet (CIDR) Open MPI uses for its own traffic (C(--mca oob_tcp_if_include) and C(--mca btl_tcp_if_include)), or several,
+        comma-separated.
+      - The tier_tests role derives it from both ends' fabric addresses with the P(gpufleet.netval.fabric_subnet#filter) filter.
     type: str
   mpirun_args:
     description: Extra mpirun arguments, inserted before the C(-x) options.
@@ -396,9 +399,10 @@ def build_args(module, hosts, hostfile_path):
         args.append('--allow-run-as-root')
     if params['fabric_subnet'] is not None:
         try:
-            subnet = str(ipaddress.ip_network(to_text(params['fabric_subnet']), strict=False))
+            # Open MPI takes a comma-separated list of subnets (two ends in unrelated networks need two).
+            subnet = ','.join(str(ipaddress.ip_network(part.strip(), strict=False)) for part in to_text(params['fabric_subnet']).split(','))
         except ValueError as exc:
-            _fail(module, 'fabric_subnet: %r is not a CIDR subnet (%s)' % (params['fabric_subnet'], exc))
+            _fail(module, 'fabric_subnet: %r is not a CIDR subnet or a comma-separated list of them (%s)' % (params['fabric_subnet'], exc))
         args += ['--mca', 'oob_tcp_if_include', subnet, '--mca', 'btl_tcp_if_include', subnet]
     for index, extra in enumerate(params['mpirun_args']):
         problem = checks.check_arg('mpirun_args[%d]' % index, extra)

@@ -133,11 +133,13 @@ live_ports:
   description:
     - Ports that are C(ACTIVE) and C(LinkUp); those whose netdev has an IPv4 address come first.
     - C(gid_index) is the port's RoCE v2 GID carrying that IPv4 address (null on InfiniBand or without an address).
+    - C(ipv4_prefixlen) is that address's prefix length as C(ip -4 -o addr) shows it (null without an address or O(ipv4=false));
+      the P(gpufleet.netval.fabric_subnet#filter) filter derives the fabric subnet from it.
   returned: always
   type: list
   elements: dict
-  sample: [{"device": "rocep1s0f0", "port": 1, "netdev": "enp1s0f0np0", "ipv4": "10.0.0.1", "rate_gbps": 200, "link_layer": "Ethernet",
-            "gid_index": 3}]
+  sample: [{"device": "rocep1s0f0", "port": 1, "netdev": "enp1s0f0np0", "ipv4": "10.0.0.1", "ipv4_prefixlen": 24, "rate_gbps": 200,
+            "link_layer": "Ethernet", "gid_index": 3}]
 roce_v2_gid_index:
   description: Per device, the GID index of the first RoCE v2 GID with an IPv4 address (an ACTIVE port preferred); null when there is none (InfiniBand, no IP).
   returned: always
@@ -226,9 +228,11 @@ def main():
 
     runner = ToolRunner(module)
     ipv4_by_netdev = None
+    prefixlens = None
     if params['ipv4'] and inventory:
-        ipv4_by_netdev = _run_parsed(runner, 'ip', ['-4', '-o', 'addr', 'show'], rdma.parse_ip_addr,
-                                     timeout=params['timeout'])['ipv4_by_netdev']
+        addresses = _run_parsed(runner, 'ip', ['-4', '-o', 'addr', 'show'], rdma.parse_ip_addr, timeout=params['timeout'])
+        ipv4_by_netdev = addresses['ipv4_by_netdev']
+        prefixlens = addresses['ipv4_prefixlen_by_netdev']
 
     gid_choice = rdma.roce_v2_gid_indexes(inventory)
     devices = {}
@@ -239,7 +243,7 @@ def main():
     result = dict(
         changed=False,
         devices=devices,
-        live_ports=rdma.select_live_ports(inventory, ipv4_by_netdev),
+        live_ports=rdma.select_live_ports(inventory, ipv4_by_netdev, prefixlen_by_netdev=prefixlens),
         roce_v2_gid_index=dict((name, choice['index'] if choice else None) for name, choice in gid_choice.items()),
         missing_devices=missing,
     )

@@ -97,3 +97,68 @@ def test_sysfs_readers_on_a_vm_without_cpufreq(tmp_path):
     assert host_tuning.read_cpu_governors(str(tmp_path)) == {}
     assert host_tuning.read_no_turbo(str(tmp_path)) is None
     assert host_tuning.read_hugepage_pools(str(tmp_path)) == {}
+
+
+DEBIAN_LIMITS = 'limits/limits_conf_debian12_libpam_modules_1.5.2_default.txt'
+RDMA_DROPIN = 'limits/limits_d_99-rdma_conf_runbook_mixed_synthetic.txt'
+
+
+def pam_files():
+    return [('/etc/security/limits.conf', host_tuning.parse_pam_limits(fixtures.local(DEBIAN_LIMITS))),
+            ('/etc/security/limits.d/99-rdma.conf', host_tuning.parse_pam_limits(fixtures.local(RDMA_DROPIN)))]
+
+
+def test_debian_default_limits_conf_sets_nothing():
+    assert host_tuning.parse_pam_limits(fixtures.local(DEBIAN_LIMITS)) == {'entries': [], 'ignored': []}
+
+
+def test_runbook_dropin_entries_and_the_skipped_line():
+    parsed = host_tuning.parse_pam_limits(fixtures.local(RDMA_DROPIN))
+    assert parsed['entries'][0] == {'domain': '*', 'type': 'soft', 'item': 'memlock', 'value': 'unlimited',
+                                    'line': '*    soft    memlock    unlimited'}
+    assert [(e['domain'], e['type'], e['value']) for e in parsed['entries'] if e['item'] == 'memlock'] == [
+        ('*', 'soft', 'unlimited'), ('*', 'hard', 'unlimited'), ('@rdma', 'soft', 65536), ('mpiuser', '-', 1048576)]
+    assert parsed['ignored'] == ['*    soft    memlock']
+
+
+@pytest.mark.parametrize('user,groups,soft,hard,soft_line', [
+    ('tester', ['tester'], 'unlimited', 'unlimited', '*    soft    memlock    unlimited'),   # the wildcard
+    ('tester', ['tester', 'rdma'], 65536, 'unlimited', '@rdma   soft   memlock   65536'),  # a group line beats the wildcard
+    ('mpiuser', ['rdma'], 1048576, 1048576, 'mpiuser  -  memlock  1048576'),  # a user line beats both; '-' sets soft and hard
+    ('root', ['root', 'rdma'], None, None, None),            # limits.conf(5): no group or wildcard limits for root
+])
+def test_pam_limits_precedence(user, groups, soft, hard, soft_line):
+    result = host_tuning.resolve_pam_limit(pam_files(), 'memlock', user, groups)
+    assert (result['soft'], result['hard']) == (soft, hard)
+    assert result['soft_from'] == ('/etc/security/limits.d/99-rdma.conf: ' + soft_line if soft_line else None)
+
+
+def test_a_later_file_overrides_an_equal_line_and_root_needs_its_own_name():
+    later = host_tuning.parse_pam_limits('root soft memlock 8192\n* soft memlock 64\nroot hard memlock infinity\n')
+    files = pam_files() + [('/etc/security/limits.d/zz.conf', later)]
+    assert host_tuning.resolve_pam_limit(files, 'memlock', 'tester', ['tester'])['soft'] == 64
+    root = host_tuning.resolve_pam_limit(files, 'memlock', 'root', ['root'])
+    assert (root['soft'], root['hard'], root['hard_from']) == (8192, 'unlimited', '/etc/security/limits.d/zz.conf: root hard memlock infinity')
+
+
+def test_read_pam_limits_files_in_pam_order(tmp_path):
+    (tmp_path / 'limits.d').mkdir()
+    (tmp_path / 'limits.conf').write_text('\n\n* soft memlock 64\n')
+    (tmp_path / 'limits.d' / '99-rdma.conf').write_text('* soft memlock unlimited\n')
+    (tmp_path / 'limits.d' / '10-base.conf').write_text('* soft memlock 128\n')
+    (tmp_path / 'limits.d' / 'notes.txt').write_text('* soft memlock 1\n')
+    files = host_tuning.read_pam_limits_files(str(tmp_path))
+    assert [path.replace(str(tmp_path), '') for path, _text in files] == ['/limits.conf', '/limits.d/10-base.conf', '/limits.d/99-rdma.conf']
+    assert host_tuning.parse_pam_limits(files[0][1])['entries'][0]['value'] == 64
+    assert host_tuning.read_pam_limits_files(str(tmp_path / 'missing')) == []
+
+
+@pytest.mark.parametrize('text,value', [('unlimited\n', 'unlimited'), ('8192\n', 8192), (' 65536 ', 65536)])
+def test_ulimit_l(text, value):
+    assert host_tuning.parse_ulimit_l(text) == {'memlock_kib': value}
+
+
+@pytest.mark.parametrize('text', ['', 'su: Authentication failure', '-1'])
+def test_ulimit_l_refuses_what_is_no_limit(text):
+    with pytest.raises(ParseError):
+        host_tuning.parse_ulimit_l(text)

@@ -137,3 +137,17 @@ def test_a_megabyte_of_dotted_digits_is_read_as_plain_lines():
     assert result['line_count'] == 1000
     assert not any(result[key] for key in ('xid', 'sxid', 'fallen_off_bus', 'thermal', 'link_events', 'aer',
                                            'pcie_link_changes'))
+
+
+def test_runbook_port_module_lines_bracketed_and_mainline():
+    events = parse('journalctl_k_mlx5_port_module_unplugged_plugged_cable_error_runbook_synthetic.txt')['link_events']
+    assert [(e['device'], e['event'], e.get('module')) for e in events] == [
+        ('0000:1b:00.0', 'cable_error', 0), ('0000:1b:00.0', 'down', None), ('0000:1b:00.0', 'module_unplugged', 0),
+        ('0000:1b:00.0', 'module_plugged', 0), ('0000:1b:00.0', 'up', None), ('0000:1c:00.0', 'module_unplugged', 1)]
+    assert events[3]['state'] == 'plugged_enabled' and events[5]['state'] == 'Cable unplugged'
+    assert events[0]['state'] == 'Cable error, Bus stuck(I2C or data shorted)'
+
+
+def test_mainline_cable_plugged_at_boot_is_a_plug_event():
+    events = parse('dmesg_mlx5_cx5_port_module_cable_plugged_armnas16_truncated.txt')['link_events']
+    assert [(e['device'], e['event'], e['module']) for e in events] == [('0004:01:00.0', 'module_plugged', 0)]

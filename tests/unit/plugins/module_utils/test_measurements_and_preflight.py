@@ -3,7 +3,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import measurements, preflight
+from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log, measurements, preflight
 from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
 from tests.unit import fixtures
 
@@ -128,6 +128,21 @@ def test_link_flap_and_aer_findings():
     assert measurements.link_flap_findings({}) == []
 
 
+def test_link_flap_counts_the_runbook_cable_module_lines():
+    log = kernel_log.parse_kernel_log(fixtures.local('kernel_log/journalctl_k_mlx5_port_module_unplugged_plugged_cable_error_runbook_synthetic.txt'))
+    found = measurements.link_flap_findings({'kernel_log': log})
+    assert [(f['check'], f['subject'], f['status']) for f in found] == [
+        ('link_flap', '0000:1b:00.0', 'reject'), ('link_flap', '0000:1c:00.0', 'reject')]
+    assert found[0]['actual'] == '1 link down, 1 link up, 1 cable error, 1 module unplugged, 1 module plugged'
+    assert found[1]['actual'] == '1 module unplugged'
+    assert any('Port module event[plugged_enabled]' in line for line in found[0]['verbatim'])
+
+
+def test_a_lone_plugged_enabled_line_is_instability():
+    log = kernel_log.parse_kernel_log('mlx5_core 0000:1b:00.0: Port module event[plugged_enabled]: module 0\n')
+    assert [f['actual'] for f in measurements.link_flap_findings({'kernel_log': log})] == ['1 module plugged']
+
+
 def facts(gpu_count=8, governor='performance', lnksta=32):
     ports = dict(('mlx5_%d' % i, {'pci_address': '0000:%02x:00.0' % (0x1a + i), 'ports': {'1': {
         'state': 'ACTIVE', 'state_code': 4, 'phys_state': 'LinkUp', 'rate_gbps': 400, 'link_layer': 'InfiniBand'}}}) for i in range(8))
@@ -138,7 +153,8 @@ def facts(gpu_count=8, governor='performance', lnksta=32):
                                                                                   'LnkSta: Speed 16GT/s (downgraded), Width x16']}}]}
     host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
             'modules': dict((m, {}) for m in T400['host']['modules']), 'cpu_governor': {'uniform': governor, 'counts': {governor: 64}},
-            'no_turbo': False, 'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}}
+            'no_turbo': False, 'memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+            'memlock_login': {'user': 'root', 'soft_kib': 'unlimited', 'source': 'login_shell', 'errors': []}}
     return {'rdma': {'devices': ports}, 'pcie': pcie, 'host': host, 'gpu': {'gpu_count': gpu_count, 'gpus': [], 'xid_events': []},
             'nic': {'msg': 'ethtool missing', 'failed': False}, 'firmware': None}
 

@@ -152,4 +152,140 @@ def test_preflight_settings_of_every_tier_are_usable_and_bad_ones_are_named():
         'preflight.firmware_min_version.versions is missing: a mapping of NIC model (PSID or part number) to its minimum firmware version',
         'preflight.gpu_ecc_correctable.severity must be marginal or reject',
         'preflight.irq_numa is not a configurable check (known: firmware_min_version, firmware_uniform, gpu_ecc_correctable, '
-        'gpu_pages_pending, hugepages_cmdline)']
+        'gpu_pages_pending, hugepages_cmdline, irq_locality, link_ber, link_fec, memlock, roce_v2_gid)']
+
+
+# ---------------------------------------------------------------- memlock as a login session gets it
+
+def login(soft, source='login_shell', errors=()):
+    return {'memlock_login': {'user': 'tester', 'soft_kib': soft, 'source': source, 'errors': list(errors),
+                              'pam_limits': {'soft_from': '/etc/security/limits.d/99-rdma.conf: *    soft    memlock    unlimited'}}}
+
+
+def test_memlock_of_the_login_session_is_graded_not_the_process():
+    # The module's own process may well be unlimited (sudo, systemd): only the login session counts.
+    process_unlimited = dict(login(8192), memlock={'soft': 'unlimited', 'hard': 'unlimited'})
+    found = preflight.check_memlock(process_unlimited, P400)
+    assert checks(found, 'memlock') == [('tester', 'marginal')]
+    assert found[0]['detail'] == 'memlock (ulimit -l) of a login session of tester is 8192 KiB, expected unlimited (from login_shell)'
+    assert checks(preflight.check_memlock(login('unlimited', 'pam_limits'), P400), 'memlock') == [('tester', 'healthy')]
+    assert 'pam_limits /etc/security/limits.d/99-rdma.conf' in preflight.check_memlock(login('unlimited', 'pam_limits'), P400)[0]['detail']
+    floor = dict(P400, preflight=dict(P400['preflight'], memlock={'min_kib': 65536, 'severity': 'reject'}))
+    assert [f['status'] for f in preflight.check_memlock(login(8192), floor) + preflight.check_memlock(login(65536), floor)] == [
+        'reject', 'healthy']
+
+
+def test_memlock_that_could_not_be_read_is_unknown_and_says_why():
+    found = preflight.check_memlock(login(None, None, ["su - tester -c 'ulimit -l' timed out: no message"]), P400)
+    assert checks(found, 'memlock') == [('tester', 'unknown')] and 'timed out' in found[0]['detail']
+    result = verdict.node_verdict([], found, P400)
+    assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['measurement_incomplete']
+    assert preflight.check_memlock({'memlock_login': {}}, TIERS['roce-pair-2x100g']) == []
+
+
+def test_memlock_from_the_runbook_dropin_for_a_non_root_user():
+    files = [('/etc/security/limits.d/99-rdma.conf',
+              host_tuning.parse_pam_limits(fixtures.local('limits/limits_d_99-rdma_conf_runbook_mixed_synthetic.txt')))]
+    pam = host_tuning.resolve_pam_limit(files, 'memlock', 'tester', ['tester', 'rdma'])
+    host = {'memlock_login': {'user': 'tester', 'soft_kib': pam['soft'], 'source': 'pam_limits', 'pam_limits': pam, 'errors': []}}
+    found = preflight.check_memlock(host, P400)
+    assert found[0]['status'] == 'marginal' and '65536 KiB' in found[0]['detail'] and '@rdma' in found[0]['detail']
+
+
+# ---------------------------------------------------------------- RoCE v2 GID with the port's IPv4
+
+def roce_port(state='ACTIVE', gids=(), layer='Ethernet'):
+    return {'state': state, 'state_code': 4 if state == 'ACTIVE' else 1, 'phys_state': 'LinkUp', 'link_layer': layer,
+            'rate_gbps': 200, 'gids': list(gids)}
+
+
+V1 = {'index': 0, 'gid': 'fe80:0000:0000:0000:4ebb:47ff:fe0a:0001', 'type': 'IB/RoCE v1', 'roce_version': 'v1', 'netdev': 'enp1s0f0np0',
+      'ipv4': None}
+V2_IPV4 = {'index': 3, 'gid': '0000:0000:0000:0000:0000:ffff:0a00:0001', 'type': 'RoCE v2', 'roce_version': 'v2',
+           'netdev': 'enp1s0f0np0', 'ipv4': '10.0.0.1'}
+
+
+def test_live_roce_port_needs_a_v2_gid_with_its_ipv4():
+    pair = TIERS['roce-pair-2x100g']
+    rdma = {'devices': {
+        'rocep1s0f0': {'pci_address': '0000:01:00.0', 'ipv4': ['10.0.0.1'], 'ports': {'1': roce_port(gids=[V1, V2_IPV4])}},
+        # live, addressed, but only v1 GIDs (a RoCE v1-only setup or a GID table not yet populated)
+        'roceP2p1s0f0': {'pci_address': '0002:01:00.0', 'ipv4': ['10.0.1.1'], 'ports': {'1': roce_port(gids=[V1])}},
+        # live without an address (the Spark's second PCI path): carries no test traffic, not graded
+        'rocep1s0f1': {'pci_address': '0000:01:00.1', 'ipv4': [], 'ports': {'1': roce_port(gids=[V1])}},
+        # down: port_state names it, the GID check does not
+        'roceP2p1s0f1': {'pci_address': '0002:01:00.1', 'ipv4': [], 'ports': {'1': roce_port('DOWN')}},
+        # InfiniBand: no RoCE GID to want
+        'mlx5_0': {'pci_address': '0000:1b:00.0', 'ipv4': [], 'ports': {'1': roce_port(layer='InfiniBand')}}}}
+    found = preflight.check_roce_gids(rdma, pair)
+    assert checks(found, 'roce_v2_gid') == [('roceP2p1s0f0/1', 'marginal'), ('rocep1s0f0/1', 'healthy')]
+    assert found[0]['detail'] == ('roceP2p1s0f0/1 is live but no RoCE v2 GID carries 10.0.1.1 (GIDs: 0 IB/RoCE v1 -); '
+                                  'show_gids should list a v2 IPv4 GID for RoCE')
+    assert found[1]['actual'] == 'index 3'
+    unread = {'devices': {'rocep1s0f0': dict(rdma['devices']['rocep1s0f0'], ipv4=None)}}
+    assert checks(preflight.check_roce_gids(unread, pair), 'roce_v2_gid') == [('rocep1s0f0/1', 'unknown')]
+
+
+def test_roce_gid_from_the_real_sysfs_reader(tmp_path):
+    from tests.unit.plugins.module_utils.test_rdma import make_roce_device
+    from ansible_collections.gpufleet.netval.plugins.module_utils import rdma
+    make_roce_device(tmp_path, 'rocep1s0f0', '0000:01:00.0', 'enp1s0f0np0', 'ACTIVE', ipv4_gid='10.0.0.1')
+    make_roce_device(tmp_path, 'roceP2p1s0f0', '0002:01:00.0', 'enP2p1s0f0np0', 'ACTIVE')
+    devices = rdma.read_infiniband_sysfs(str(tmp_path))['devices']
+    devices['rocep1s0f0']['ipv4'] = ['10.0.0.1']
+    devices['roceP2p1s0f0']['ipv4'] = ['10.0.1.1']
+    found = preflight.check_roce_gids({'devices': devices}, P400)
+    assert checks(found, 'roce_v2_gid') == [('roceP2p1s0f0/1', 'marginal'), ('rocep1s0f0/1', 'healthy')]
+
+
+# ---------------------------------------------------------------- NIC IRQs on the NIC's NUMA node
+
+def test_irq_locality_against_the_profile_fraction():
+    from ansible_collections.gpufleet.netval.plugins.module_utils import irq
+    from tests.unit.plugins.module_utils.test_irq import MLX5
+    interrupts = irq.parse_proc_interrupts(MLX5)
+    half = irq.irq_placement(interrupts, {'121': '0', '122': '1', '123': '2-3', '124': '3'}, '0-1', r'mlx5_comp\d+@pci:0000:1b:00\.0')
+    local = irq.irq_placement(interrupts, {'130': '2'}, '2-3', r'mlx5_comp\d+@pci:0000:3b:00\.0')
+    host = {'irq_placement': {'0000:1b:00.0': dict(half, numa_node=0), '0000:3b:00.0': dict(local, numa_node=1),
+                              '0000:5e:00.0': {'numa_node': 0, 'count': 0, 'fraction_local': None, 'error': 'cannot read /proc/interrupts'}}}
+    rdma = {'devices': {'mlx5_0': {'pci_address': '0000:1b:00.0'}, 'mlx5_1': {'pci_address': '0000:3b:00.0'}}}
+    found = preflight.check_irq_locality(host, rdma, P400)
+    assert checks(found, 'irq_locality') == [('mlx5_0', 'marginal'), ('mlx5_1', 'healthy'), ('0000:5e:00.0', 'unknown')]
+    assert found[0]['detail'] == 'mlx5_0 (0000:1b:00.0): 2 of 4 IRQs on NUMA node 0, off-node: 123, 124'
+    assert found[0]['actual'] == 0.5 and 'cannot read /proc/interrupts' in found[2]['detail']
+
+
+# ---------------------------------------------------------------- mlxlink FEC and BER
+
+def link_of(name, cmd='mlxlink -d 0000:1b:00.0 -m -c -e'):
+    parsed = mlx.parse_mlxlink(fixtures.local(name))
+    return dict(dict((k, parsed[k]) for k in ('operational', 'counters', 'module', 'troubleshooting', 'truncated')), cmd=cmd, error=None)
+
+
+def test_fec_and_ber_graded_on_live_links_and_a_missing_mlxlink_is_our_gap():
+    firmware = {'devices': {
+        '0000:1b:00.0': {'link': link_of('mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt')},
+        '0000:3b:00.0': {'link': link_of('mlx/mlxlink_cx5_100g_bad_signal_integrity_c_e_synthetic.txt', 'mstlink -d 0000:3b:00.0 -m -c -e')},
+        '0000:5e:00.0': {'link': {'cmd': None, 'error': 'mlxlink (...) or mstlink (...) is not installed on node01: FEC and BER not read'}},
+        '0000:9a:00.0': {'link': link_of('mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt')}}}
+    rdma = {'devices': dict(('mlx5_%d' % i, {'pci_address': pci, 'ports': {'1': {
+        'state': 'DOWN' if i == 3 else 'ACTIVE', 'state_code': 1 if i == 3 else 4}}})
+        for i, pci in enumerate(('0000:1b:00.0', '0000:3b:00.0', '0000:5e:00.0', '0000:9a:00.0')))}
+    found = preflight.check_link_quality(firmware, rdma, P400)
+    assert checks(found, 'link_fec') == [('mlx5_0', 'healthy'), ('mlx5_1', 'healthy'), ('mlx5_2', 'unknown')]
+    assert checks(found, 'link_ber') == [('mlx5_0', 'healthy'), ('mlx5_1', 'marginal')]
+    bad = [f for f in found if f['status'] == 'marginal'][0]
+    assert bad['detail'] == 'mlx5_1 effective physical BER 1e-12 (limit 1e-15)' and bad['verbatim'][0] == '$ mstlink -d 0000:3b:00.0 -m -c -e'
+    result = verdict.node_verdict([], found, P400)
+    assert result['bucket'] == 'B' and 'not installed' in ' '.join(c['detail'] for c in result['causes'])
+
+
+def test_a_fec_mode_outside_the_allowed_list_and_no_ber_counters():
+    link = link_of('mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt')
+    link['operational'] = dict(link['operational'], fec='No FEC')
+    link['counters'] = None  # mlxlink without -c output (the lab's emulation today)
+    found = preflight.check_link_quality({'devices': {'0000:1b:00.0': {'link': link}}}, None, P400)
+    assert [(f['check'], f['status']) for f in found] == [('link_fec', 'marginal'), ('link_ber', 'unknown')]
+    assert found[0]['detail'] == '0000:1b:00.0 link FEC No FEC, expected RS-FEC'
+    lab_fec = dict(link, operational=dict(link['operational'], fec='Standard_RS-FEC - (544,514)'))
+    assert preflight.check_link_quality({'devices': {'x': {'link': lab_fec}}}, None, P400)[0]['status'] == 'healthy'

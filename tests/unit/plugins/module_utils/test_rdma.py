@@ -242,12 +242,14 @@ def test_ip_addr_real_capture():
     assert by_address['10.0.0.5']['label'] == 'enp1s0f0np0:1' and by_address['10.0.0.5']['prefixlen'] == 30
     assert by_address['10.0.0.2']['secondary'] is True and by_address['10.0.0.1']['secondary'] is False
     assert by_address['127.0.0.1']['scope'] == 'host'
+    assert result['ipv4_prefixlen_by_netdev']['enp1s0f0np0']['10.0.0.5'] == 30
+    assert result['ipv4_prefixlen_by_netdev']['lo'] == {'127.0.0.1': 8}
 
 
 def test_ip_addr_rejects_non_oneline_output():
     with pytest.raises(ParseError, match='ip output'):
         rdma.parse_ip_addr('2: eth0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc fq_codel state UP\n')
-    assert rdma.parse_ip_addr('') == {'addresses': [], 'ipv4_by_netdev': {}}
+    assert rdma.parse_ip_addr('') == {'addresses': [], 'ipv4_by_netdev': {}, 'ipv4_prefixlen_by_netdev': {}}
 
 
 # ---------------------------------------------------------------- helpers
@@ -374,12 +376,13 @@ def test_select_live_ports_prefers_the_addressed_port(tmp_path):
     make_roce_device(tmp_path, 'roceP2p1s0f1', '0002:01:00.1', 'enP2p1s0f1np1', 'ACTIVE')
     make_roce_device(tmp_path, 'rocep1s0f1', '0000:01:00.1', 'enp1s0f1np1', 'DOWN')
     devices = rdma.read_infiniband_sysfs(str(tmp_path))['devices']
-    live = rdma.select_live_ports(devices, {'enP2p1s0f1np1': ['10.0.0.2'], 'lo': ['127.0.0.1']})
+    live = rdma.select_live_ports(devices, {'enP2p1s0f1np1': ['10.0.0.2'], 'lo': ['127.0.0.1']},
+                                  prefixlen_by_netdev={'enP2p1s0f1np1': {'10.0.0.2': 24}, 'lo': {'127.0.0.1': 8}})
     assert live == [
-        {'device': 'roceP2p1s0f1', 'port': 1, 'netdev': 'enP2p1s0f1np1', 'ipv4': '10.0.0.2', 'rate_gbps': 200, 'link_layer': 'Ethernet',
-         'gid_index': None},
-        {'device': 'rocep1s0f0', 'port': 1, 'netdev': 'enp1s0f0np0', 'ipv4': None, 'rate_gbps': 200, 'link_layer': 'Ethernet',
-         'gid_index': None}]
+        {'device': 'roceP2p1s0f1', 'port': 1, 'netdev': 'enP2p1s0f1np1', 'ipv4': '10.0.0.2', 'ipv4_prefixlen': 24, 'rate_gbps': 200,
+         'link_layer': 'Ethernet', 'gid_index': None},
+        {'device': 'rocep1s0f0', 'port': 1, 'netdev': 'enp1s0f0np0', 'ipv4': None, 'ipv4_prefixlen': None, 'rate_gbps': 200,
+         'link_layer': 'Ethernet', 'gid_index': None}]
     assert [e['device'] for e in rdma.select_live_ports(devices, {'enP2p1s0f1np1': ['10.0.0.2']}, require_ipv4=True)] == ['roceP2p1s0f1']
     assert rdma.select_live_ports(devices, {}, require_ipv4=True) == []
 

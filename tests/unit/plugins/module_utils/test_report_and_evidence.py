@@ -1,5 +1,4 @@
 """Letters, summary, JUnit, and evidence written atomically and never overwritten."""
-import os
 import subprocess
 import tarfile
 import xml.etree.ElementTree as ET
@@ -113,21 +112,29 @@ def test_unsafe_names_are_refused(name):
         evidence.safe_relpath(name)
 
 
-def test_evidence_plan_adds_mlxlink_only_for_bad_nics():
+def test_evidence_plan_covers_every_nic_down_ones_included():
     node = rejected_node()
     node['tests'][0]['kind'] = 'perftest_bw'
     node['tests'][0]['raw'] = 'raw perftest text'
     node['tests'][1]['kind'] = 'perftest_bw'
-    facts = {'rdma': {'devices': {'mlx5_0': {'pci_address': '0000:1b:00.0'}, 'mlx5_5': {'pci_address': '0000:9a:00.0'}},
-                      'live_ports': [{'device': 'mlx5_0', 'netdev': 'ibp27s0'}]}}
+    # rdma_info's shape: mlx5_5's port is DOWN/Polling, so it is not among the live ports; nic_info also read a bond.
+    facts = {'rdma': {'devices': {
+        'mlx5_0': {'pci_address': '0000:1b:00.0', 'netdevs': ['ibp27s0'],
+                   'ports': {'1': {'state': 'ACTIVE', 'state_code': 4, 'phys_state': 'LinkUp', 'phys_state_code': 5}}},
+        'mlx5_5': {'pci_address': '0000:9a:00.0', 'netdevs': ['ibp154s0'], 'gids': [{'port': 1, 'index': 3, 'netdev': 'ibp154s0'}],
+                   'ports': {'1': {'state': 'DOWN', 'state_code': 1, 'phys_state': 'Polling', 'phys_state_code': 2}}}},
+        'live_ports': [{'device': 'mlx5_0', 'netdev': 'ibp27s0'}]},
+        'nic': {'nics': {'ibp27s0': {}, 'ibp154s0': {}, 'bond0': {}}}}
     plan = evidence.evidence_plan(node, {'thresholds': {}}, facts, '/run/lab/proc', ['/proc/cmdline', '/etc/os-release'])
     argvs = [c['argv'] for c in plan['commands']]
-    assert ['mlxlink', '-d', '0000:1b:00.0', '-c', '-e'] in argvs
-    assert ['mlxlink', '-d', '0000:9a:00.0', '-c', '-e'] not in argvs
-    assert ['ethtool', '-S', 'ibp27s0'] in argvs
+    for pci in ('0000:1b:00.0', '0000:9a:00.0'):
+        assert ['mlxlink', '-d', pci, '-m', '-c', '-e'] in argvs
+        assert ['flint', '-d', pci, 'q'] in argvs
+    for netdev in ('ibp27s0', 'ibp154s0', 'bond0'):
+        assert ['ethtool', '-S', netdev] in argvs and ['ethtool', netdev] in argvs
+    assert [a[-1] for a in argvs if a[:2] == ['ethtool', '-S']] == ['ibp27s0', 'ibp154s0', 'bond0']
     assert plan['paths'] == ['/run/lab/proc/cmdline', '/etc/os-release']
     assert plan['files']['tests/ib_send_bw_gbs_mlx5_0.txt'].startswith('$ ib_send_bw -d mlx5_0')
-    assert os.path.basename('x') == 'x'
 
 
 def test_summary_table_counts_what_could_not_be_measured():

@@ -10,7 +10,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, dcgmi, kernel_log, measurements, nccl, nvidia, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, dcgmi, kernel_log, measurements, mlx, nccl, nvidia, preflight, verdict
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -47,10 +47,17 @@ def facts(gpu_count=8, governor='performance', lnksta=32, down=(), missing_modul
     host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
             'modules': dict((m, {}) for m in P400['host']['modules'] if m not in missing_modules),
             'cpu_governor': {'uniform': governor, 'counts': {governor: 64}}, 'no_turbo': False,
-            'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}}
+            'memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+            'memlock_login': {'user': 'root', 'soft_kib': 'unlimited', 'source': 'login_shell', 'errors': []}}
     xids = kernel_log.parse_kernel_log(fixtures.local(xid_log))['xid'] if xid_log else []
     return {'rdma': {'devices': ports}, 'pcie': pcie, 'host': host, 'gpu': {'gpu_count': gpu_count, 'gpus': [], 'xid_events': xids},
             'nic': {'nics': {}}, 'firmware': {'devices': {}}}
+
+
+def mlxlink_link(name):
+    """mlx_fw_info's ``link`` of one device, from the real parser on an mlxlink fixture."""
+    parsed = mlx.parse_mlxlink(fixtures.local(name))
+    return dict(dict((k, parsed[k]) for k in ('operational', 'counters', 'module', 'troubleshooting', 'truncated')), cmd='mlxlink', error=None)
 
 
 def kernel_findings(name):
@@ -113,6 +120,12 @@ CASES = {
         lambda: run(found=kernel_findings('kernel_log/logread_kernel_igc_nic_link_down_up_lede11302_truncated.txt')),
         ['0000:05:00.0'], ['went down 2 time(s)', 'Replace the cable'],
         lambda: run(found=kernel_findings('kernel_log/journalctl_k_mlx5_ib_port_link_init_active_gpud_pr1209_truncated.txt'))),
+    'link_quality': (
+        lambda: run(found=preflight.check_link_quality({'devices': {'0000:3b:00.0': {'link': mlxlink_link(
+            'mlx/mlxlink_cx5_100g_bad_signal_integrity_c_e_synthetic.txt')}}}, None, P400)),
+        ['0000:3b:00.0'], ['effective physical BER 1e-12 (limit 1e-15)', 'replace the cable'],
+        lambda: run(found=preflight.check_link_quality({'devices': {'0000:1b:00.0': {'link': mlxlink_link(
+            'mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt')}}}, None, P400))),
     'nic_link': (
         lambda: run(found=preflight.preflight_findings(facts(down=('mlx5_5',)), P400)),
         ['mlx5_5', 'nics'], ['mlx5_5 port 1 is DOWN (Polling)', '7 of 8 RDMA ports Active'],
@@ -264,3 +277,12 @@ def test_rules_use_the_catalogue_families():
     # A new per-HCA RDMA metric of the rdma_bw family is read by the same rules without a code change.
     for metric in catalogue.metrics_in_family('rdma_bw'):
         assert verdict.family_of(metric) == 'rdma_bw'
+
+
+def test_dcgmi_fail_all_names_the_test_and_every_gpu():
+    result = run(dcgmi_figures('dcgmi/dcgmi_diag_r3_dcgm3.3.8_gpu_memory_fail_all_8xh100_prompt_nccltests264.txt'))
+    cause = named(result, 'gpu_diagnostics')
+    assert len(cause) == 1 and cause[0]['subjects'] == ['GPU Memory']
+    assert 'GPU Memory: fail on all GPUs (GPU 0, 1, 2, 3, 4, 5, 6, 7)' in cause[0]['detail']
+    # The skipped tests after the failure are not failures of their own.
+    assert 'PCIe' not in cause[0]['detail'] and result['bucket'] == 'C'

@@ -3,7 +3,7 @@ import shutil
 
 from ansible_collections.gpufleet.netval.plugins.modules import host_tuning_info
 from tests.unit import fixtures
-from tests.unit.plugins.modules.utils import run_module
+from tests.unit.plugins.modules.utils import Call, run_module
 
 
 def make_tree(tmp_path, cmdline='BOOT_IMAGE=/vmlinuz iommu=pt hugepages=128\n', with_modules=True):
@@ -76,3 +76,68 @@ def test_irq_placement_against_the_nic_numa_node(tmp_path):
     assert placement['numa_node'] == 0
     result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root, 'irq_devices': ['mlx5_0']})
     assert failed and 'not a PCI address' in result['msg']
+
+
+def limits_tree(tmp_path, dropin):
+    security = tmp_path / 'security'
+    (security / 'limits.d').mkdir(parents=True)
+    (security / 'limits.conf').write_text(fixtures.local('limits/limits_conf_debian12_libpam_modules_1.5.2_default.txt'))
+    (security / 'limits.d' / '99-rdma.conf').write_text(dropin)
+    return str(security)
+
+
+RUNUSER = ['/usr/bin/timeout', '--kill-after=5', '20', '/usr/bin/runuser', '-l', 'root', '-c', 'ulimit -l']
+SU = ['/usr/bin/timeout', '--kill-after=5', '20', '/usr/bin/su', '-', 'root', '-c', 'ulimit -l']
+
+
+def test_memlock_of_a_tree_is_the_pam_files_then_the_tree_not_a_shell_here(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    security = limits_tree(tmp_path, fixtures.local('limits/limits_d_99-rdma_conf_runbook_mixed_synthetic.txt'))
+    nobody, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root, 'limits_dir': security,
+                                                        'memlock_user': 'nobody'})
+    assert not failed and nobody['_ran'] == []
+    login = nobody['memlock_login']
+    assert (login['soft_kib'], login['source'], login['login_shell']) == ('unlimited', 'pam_limits', None)
+    assert login['pam_limits']['soft_from'] == security + '/limits.d/99-rdma.conf: *    soft    memlock    unlimited'
+    # root: the wildcard lines do not apply, so the tree's own limits (8 MiB) stand for the session
+    root, _failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root, 'limits_dir': security})
+    assert (root['memlock_login']['soft_kib'], root['memlock_login']['source']) == (8192, 'procfs_root')
+    assert root['memlock_login']['pam_limits']['soft'] is None
+
+
+def test_login_shell_wins_over_the_files(tmp_path):
+    security = limits_tree(tmp_path, '*  soft  memlock  64\n')
+    result, failed = run_module(host_tuning_info.main, {'limits_dir': security, 'memlock_user': 'nobody'},
+                                calls=[Call(RUNUSER[:5] + ['nobody'] + RUNUSER[6:], out='Welcome\nunlimited\n')])
+    assert not failed, result
+    login = result['memlock_login']
+    assert (login['soft_kib'], login['source'], login['errors']) == ('unlimited', 'login_shell', [])
+    assert login['login_shell']['cmd'] == "runuser -l nobody -c 'ulimit -l'" and login['pam_limits']['soft'] == 64
+
+
+def test_su_when_runuser_is_missing_and_a_failed_shell_is_recorded_not_fatal(tmp_path):
+    security = limits_tree(tmp_path, 'root  soft  memlock  unlimited\n')
+    result, failed = run_module(host_tuning_info.main, {'limits_dir': security}, missing=('runuser',),
+                                calls=[Call(SU, rc=124)])
+    assert not failed, result
+    login = result['memlock_login']
+    assert (login['soft_kib'], login['source']) == ('unlimited', 'pam_limits')
+    assert login['errors'] == ["su - root -c 'ulimit -l' timed out: no message"]
+    nothing, failed = run_module(host_tuning_info.main, {'limits_dir': str(tmp_path / 'none')}, missing=('runuser', 'su'))
+    assert not failed and nothing['memlock_login']['soft_kib'] is None and nothing['memlock_login']['source'] is None
+    assert 'neither runuser nor su' in nothing['memlock_login']['errors'][0]
+
+
+def test_a_user_name_that_is_not_one_is_refused(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root, 'memlock_user': '-root'})
+    assert failed and 'memlock_user' in result['msg']
+
+
+def test_no_proc_interrupts_is_unknown_placement_not_a_failed_module(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    result, failed = run_module(host_tuning_info.main, {'procfs_root': proc, 'sysfs_root': sys_root, 'irq_devices': ['0000:1b:00.0']})
+    assert not failed, result
+    placement = result['irq_placement']['0000:1b:00.0']
+    assert placement['fraction_local'] is None and placement['error'] == 'cannot read %s/interrupts' % proc
+    assert result['cmdline']['tokens'][1] == 'iommu=pt'

@@ -11,6 +11,8 @@ T = ['/usr/bin/timeout', '--kill-after=5', '120']
 FLINT = fixtures.shared('flint/flint_query_cx4_fs3_terrencemiao.txt')
 MLXCONFIG = fixtures.local('mlx/mlxconfig_e_q_cx7_sriov_pending_cqe_balanced_synthetic.txt')
 MSTCONFIG = fixtures.local('mlx/mstconfig_q_cx5_next_boot_only_cqe_aggressive_synthetic.txt')
+MLXLINK_HEALTHY = fixtures.local('mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt')
+MLXLINK_BAD = fixtures.local('mlx/mlxlink_cx5_100g_bad_signal_integrity_c_e_synthetic.txt')
 
 
 def sysfs(tmp_path):
@@ -26,11 +28,16 @@ def sysfs(tmp_path):
 def test_default_devices_from_sysfs_with_mft(tmp_path):
     calls = []
     for bdf in ('0000:af:00.0', '0000:af:00.1'):
-        calls += [Call(T + ['/usr/bin/flint', '-d', bdf, 'q'], out=FLINT), Call(T + ['/usr/bin/mlxconfig', '-d', bdf, 'q'], out=MLXCONFIG)]
+        calls += [Call(T + ['/usr/bin/flint', '-d', bdf, 'q'], out=FLINT), Call(T + ['/usr/bin/mlxconfig', '-d', bdf, 'q'], out=MLXCONFIG),
+                  Call(T + ['/usr/bin/mlxlink', '-d', bdf, '-m', '-c', '-e'], out=MLXLINK_HEALTHY)]
     result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls)
     assert not failed, result
     dev = result['devices']['0000:af:00.0']
-    assert dev['tool'] == 'mft' and dev['tools'] == {'firmware': 'flint', 'config': 'mlxconfig'}
+    assert dev['tool'] == 'mft' and dev['tools'] == {'firmware': 'flint', 'config': 'mlxconfig', 'link': 'mlxlink'}
+    link = dev['link']
+    assert link['cmd'] == 'mlxlink -d 0000:af:00.0 -m -c -e' and link['error'] is None
+    assert link['operational']['fec'] == 'Standard RS-FEC - (544,514)' and link['counters']['effective_physical_ber'] == 1.5e-254
+    assert link['module']['vendor_part_number'] == 'MMA1T00-VS' and 'sections' not in link
     assert dev['firmware']['fw_version'] == '12.28.2006' and dev['firmware']['psid'] == 'LNV2180110032'
     assert dev['config']['pending_changes'] == ['NUM_OF_VFS', 'SRIOV_EN']
     assert dev['cqe_compression']['mode'] == 'BALANCED' and dev['cqe_compression']['enabled'] is True
@@ -39,20 +46,36 @@ def test_default_devices_from_sysfs_with_mft(tmp_path):
 
 def test_auto_falls_back_to_mstflint():
     calls = [Call(T + ['/usr/bin/mstflint', '-d', 'mlx5_0', 'q'], out=FLINT),
-             Call(T + ['/usr/bin/mstconfig', '-d', 'mlx5_0', 'q'], out=MSTCONFIG)]
-    result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0']}, calls=calls, missing=('flint', 'mlxconfig'))
+             Call(T + ['/usr/bin/mstconfig', '-d', 'mlx5_0', 'q'], out=MSTCONFIG),
+             Call(T + ['/usr/bin/mstlink', '-d', 'mlx5_0', '-m', '-c', '-e'], out=MLXLINK_BAD)]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0']}, calls=calls, missing=('flint', 'mlxconfig', 'mlxlink'))
     assert not failed, result
     dev = result['devices']['mlx5_0']
     assert dev['tool'] == 'mstflint' and dev['cqe_compression']['mode'] == 'AGGRESSIVE'
+    assert dev['link']['counters']['effective_physical_ber'] == 1e-12 and dev['link']['troubleshooting']['status_opcode'] == 15
 
 
 def test_explicit_mstflint_without_config():
     calls = [Call(T + ['/usr/bin/mstflint', '-d', '/dev/mst/mt4129_pciconf0', 'q'], out=FLINT)]
     result, failed = run_module(mlx_fw_info.main, {'devices': ['/dev/mst/mt4129_pciconf0'], 'tool': 'mstflint',
-                                                   'query_config': False}, calls=calls)
+                                                   'query_config': False}, calls=calls, missing=('mstlink',))
     assert not failed, result
     dev = result['devices']['/dev/mst/mt4129_pciconf0']
     assert dev['config'] is None and dev['cqe_compression'] is None
+    # no link tool: recorded as our gap, the firmware facts still returned
+    assert dev['link']['operational'] is None and 'mstlink (install package mstflint' in dev['link']['error'] and 'not installed' in dev['link']['error']
+
+
+def test_a_failed_or_unreadable_link_query_is_recorded_not_fatal():
+    calls = [Call(T + ['/usr/bin/flint', '-d', 'mlx5_0', 'q'], out=FLINT),
+             Call(T + ['/usr/bin/mlxlink', '-d', 'mlx5_0', '-m', '-c', '-e'], rc=1, err='-E- Failed to open device: "mlx5_0"'),
+             Call(T + ['/usr/bin/flint', '-d', 'mlx5_1', 'q'], out=FLINT),
+             Call(T + ['/usr/bin/mlxlink', '-d', 'mlx5_1', '-m', '-c', '-e'], out='Segmentation fault\n')]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0', 'mlx5_1'], 'query_config': False}, calls=calls)
+    assert not failed, result
+    assert 'exited 1: -E- Failed to open device' in result['devices']['mlx5_0']['link']['error']
+    assert 'mlxlink -d mlx5_1 -m -c -e' in result['devices']['mlx5_1']['link']['error']
+    assert result['devices']['mlx5_1']['firmware']['fw_version'] == '12.28.2006'
 
 
 def test_neither_tool_names_both_packages():
@@ -94,5 +117,5 @@ def test_bad_devices_are_refused(device):
 def test_check_mode_still_queries():
     calls = [Call(T + ['/usr/bin/flint', '-d', 'mlx5_0', 'q'], out=FLINT),
              Call(T + ['/usr/bin/mlxconfig', '-d', 'mlx5_0', 'q'], out=MLXCONFIG)]
-    result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0']}, calls=calls, check_mode=True)
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0'], 'link_info': False}, calls=calls, check_mode=True)
     assert not failed and len(result['_ran']) == 2

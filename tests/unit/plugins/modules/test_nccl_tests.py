@@ -144,6 +144,8 @@ def test_nccl_env_and_options_become_x_flags(tmpdir_path):
     ({'nccl_env': {'PATH': '/tmp'}}, 'nccl_env'),
     ({'nccl_env': {'NCCL_IB_HCA': 'mlx5_0'}}, 'both option ib_hca'),
     ({'fabric_subnet': '10.0.0.0/33'}, 'fabric_subnet'),
+    ({'fabric_subnet': '10.0.0.0/30,'}, 'fabric_subnet'),
+    ({'fabric_subnet': '10.0.0.0/30,eth0'}, 'fabric_subnet'),
     ({'gid_index': 300}, 'gid_index'),
     ({'ib_hca': ['mlx5_0;reboot']}, 'ib_hca'),
     ({'min_bytes': '1 G'}, 'min_bytes'),

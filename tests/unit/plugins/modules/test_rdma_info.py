@@ -39,7 +39,8 @@ def test_two_box_pair_live_device_named_differently(tmp_path):
     assert not failed_a and not failed_b, (result_a, result_b)
     assert result_a['changed'] is False and len(result_a['devices']) == 4
     assert result_a['live_ports'][0] == {'device': 'rocep1s0f0', 'port': 1, 'netdev': 'enp1s0f0np0', 'ipv4': '10.0.0.1',
-                                         'rate_gbps': 200, 'link_layer': 'Ethernet', 'gid_index': 3}
+                                         'ipv4_prefixlen': 30, 'rate_gbps': 200, 'link_layer': 'Ethernet', 'gid_index': 3}
+    assert result_a['live_ports'][1]['ipv4'] is None and result_a['live_ports'][1]['ipv4_prefixlen'] is None
     assert result_b['live_ports'][0]['device'] == 'rocep1s0f1' and result_b['live_ports'][0]['ipv4'] == '10.0.0.2'
     # the second rail is ACTIVE too, without an address: listed after the addressed one
     assert [p['device'] for p in result_a['live_ports']] == ['rocep1s0f0', 'roceP2p1s0f0']
