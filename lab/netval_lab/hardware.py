@@ -462,6 +462,30 @@ def render_proc(root, state):
     text = '%-26s%-21s%-21s%-10s\n' % ('Limit', 'Soft Limit', 'Hard Limit', 'Units')
     text += ''.join('%-26s%-21s%-21s%-10s\n' % row for row in rows)
     atomic_write(os.path.join(root, 'self', 'limits'), text)
+    render_interrupts(root, state)
+
+
+# mlx5 completion vectors per NIC in the lab (a real one has one per channel; a few show the placement as well).
+IRQS_PER_NIC = 4
+
+
+def render_interrupts(root, state):
+    """/proc/interrupts with each NIC's mlx5 vectors, and each vector's smp_affinity_list on the NIC's own NUMA node."""
+    hw = state['host_hw']
+    cpus = hw['cpus']
+    rows = ['           ' + ''.join('CPU%-8d' % cpu for cpu in range(cpus)).rstrip()]
+    rows.append('%4s: %s  IO-APIC    2-edge      timer' % ('0', ''.join('%10d ' % (100 if cpu == 0 else 0) for cpu in range(cpus))))
+    number = 80
+    for nic in state['nics']:
+        local = _cpulist(nic['numa_node'], hw['numa_nodes'], hw['cpus'])
+        first, _dash, _last = local.partition('-')
+        for vector in range(IRQS_PER_NIC):
+            counts = ''.join('%10d ' % (1000 + vector if cpu == int(first) + vector else 0) for cpu in range(cpus))
+            rows.append('%4d: %s  IR-PCI-MSIX-%s %4d-edge      mlx5_comp%d@pci:%s'
+                        % (number, counts, nic['pci_address'], vector + 1, vector, nic['pci_address']))
+            atomic_write(os.path.join(root, 'irq', str(number), 'smp_affinity_list'), local + '\n')
+            number += 1
+    atomic_write(os.path.join(root, 'interrupts'), '\n'.join(rows) + '\n')
 
 
 def write_wrappers(bin_dir, node_dir):

@@ -6,6 +6,7 @@ Part of the netval lab's emulated tools (see tools.py); standard library only.
 import json
 import re
 import sys
+import time
 
 from netval_lab.tool_common import find_nic, mst_device, out
 
@@ -357,6 +358,8 @@ def tool_mlxlink(state, args, name='mlxlink'):
         sys.stderr.write('-E- Please provide a device name\n')
         return 1
     as_json = '--json' in rest
+    counters = '-c' in rest
+    module_info = '-m' in rest or '--show_module' in rest
     pcie = False
     index = 0
     while index < len(rest):
@@ -397,6 +400,20 @@ def tool_mlxlink(state, args, name='mlxlink'):
             ('Tool Information', [('Firmware Version', nic['fw_version']), ('amBER Version', '3.6'),
                                   ('MFT Version', 'mft 4.28.0-92')]),
         ]
+        if module_info:
+            sections.insert(2, ('Module Info', [('Identifier', 'OSFP'), ('Compliance', 'Active Copper Cable'),
+                                                ('Cable Technology', 'Copper cable unequalized'), ('Cable Type', 'Passive copper cable'),
+                                                ('Vendor Name', 'NVIDIA'), ('Vendor Part Number', 'MCP4Y10-N001'),
+                                                ('Temperature [C]', '38'), ('Voltage [mV]', '3280')]))
+        if counters:
+            # The BER an active link of the profile shows: effectively error-free behind RS-FEC unless the profile says otherwise.
+            sections.insert(2, ('Physical Counters and BER Info', [
+                ('Time Since Last Clear [Min]', '%.1f' % (max(0.0, time.time() - state['created']) / 60.0)),
+                ('Symbol Errors', '0'), ('Symbol BER', '15E-255'),
+                ('Effective Physical Errors', '0'), ('Effective Physical BER', nic.get('effective_ber', '15E-255') if active else 'N/A'),
+                ('Raw Physical Errors Per Lane', '0,0,0,0'), ('Raw Physical BER', nic.get('raw_ber', '2E-9') if active else 'N/A'),
+                ('Raw Physical BER Per Lane', '2E-9,2E-9,2E-9,2E-9'), ('Link Down Counter', '0'),
+                ('Link Error Recovery Counter', '0')]))
     if as_json:
         payload = {'result': {'output': {title: dict(rows) for title, rows in sections}}, 'status': {'code': 0, 'message': 'Success'}}
         out(json.dumps(payload, indent=3))
