@@ -351,6 +351,7 @@ parse_error:
 '''
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import background
@@ -364,31 +365,91 @@ BW_ONLY = ('tx_depth', 'qps', 'report_gbits', 'bidirectional')
 # A server nobody stops ends this long after it started unless O(timeout) says otherwise: long enough for
 # the clients of every HCA to run one after the other against servers started together.
 SERVER_DEFAULT_DEADLINE = 3600
+DEFAULT_PORT = 18515
+# The keys of one entry of O(sessions), per form; each stands for the single-session option of the same name.
+SESSION_KEYS = {
+    'client': ('id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'),
+    'started': ('id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'),
+    'stopped': ('id', 'pid', 'start_time', 'exe', 'log_path'),
+}
+# The single-session options O(sessions) replaces (mutually exclusive with it).
+PER_SESSION_OPTIONS = ('server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout', 'pid', 'start_time', 'exe', 'log_path')
+INT_KEYS = ('ib_port', 'port', 'gid_index', 'use_cuda', 'timeout', 'pid', 'start_time')
+INT_RE = re.compile(r'-?[0-9]{1,19}')
+# Keys every batch entry carries, null where the session did not get that far.
+SERVER_ENTRY_KEYS = ('id', 'port', 'pid', 'pgid', 'start_time', 'exe', 'log_path', 'deadline_at', 'cmd', 'timeout', 'msg')
+CLIENT_ENTRY_KEYS = ('id', 'cmd', 'argv', 'rc', 'stdout', 'stderr', 'timed_out', 'timeout', 'port', 'perftest', 'summary', 'msg')
 
 
-def validate(module):
-    params = module.params
-    test = params['test']
-    stopping = params['role'] == 'server' and params['state'] == 'stopped'
-    if stopping:
-        # A stop must never fail the host: its options are checked where they are used (stop_server).
-        return
-    problems = checks.control_characters(params)
+def form_of(params):
+    """'client', 'started' or 'stopped': which of the three things this call does."""
+    return 'client' if params['role'] == 'client' else params['state']
+
+
+def session_values(form, index, session):
+    """The values of entry ``index`` of O(sessions) for ``form`` (absent keys None) and the problems found."""
+    problems = []
+    values = dict((key, session.get(key)) for key in SESSION_KEYS[form])
+    label = 'sessions[%d]' % index
+    if form != 'stopped':
+        # A stop ignores extra keys (it is given the started entries back); elsewhere a stray key is a typo.
+        for key in sorted(set(session) - set(SESSION_KEYS[form]), key=str):
+            problems.append('%s.%s is not a key of a %s session (keys: %s)' % (label, key, form, ', '.join(SESSION_KEYS[form])))
+        if not isinstance(values['id'], str) or not values['id']:
+            problems.append('%s.id must be a non-empty label, got %r' % (label, values['id']))
+    for key in INT_KEYS:
+        value = values.get(key)
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            continue
+        if isinstance(value, str) and INT_RE.fullmatch(value):
+            values[key] = int(value)
+        else:
+            problems.append('%s.%s must be an integer, got %r' % (label, key, value))
+            values[key] = None
+    for key in ('server', 'device', 'exe', 'log_path'):
+        if key in values and values[key] is not None and not isinstance(values[key], str):
+            problems.append('%s.%s must be text, got %r' % (label, key, values[key]))
+            values[key] = None
+    return values, problems
+
+
+def session_params(params, values):
+    """The module parameters with one session's values in place of the single-session options."""
+    merged = dict(params)
+    merged.update(values)
+    if merged.get('port') is None:
+        merged['port'] = DEFAULT_PORT
+    return merged
+
+
+def session_problems(params, name):
+    """Problems of the per-session parameters; ``name(key)`` is how a key is called in messages."""
+    problems = []
     if params['device'] is not None:
-        problems.append(checks.check_device('device', params['device']))
+        problems.append(checks.check_device(name('device'), params['device']))
     if params['role'] == 'client':
         if not params['server']:
-            problems.append('server (the address of the host running the perftest server) is required for role=client')
+            problems.append('%s (the address of the host running the perftest server) is required for role=client' % name('server'))
         else:
-            problems.append(checks.check_host('server', params['server']))
-        if params['state'] != 'started':
-            problems.append('state applies to role=server only')
+            problems.append(checks.check_host(name('server'), params['server']))
     if not 1024 <= params['port'] <= 65535:
-        problems.append('port %d is outside 1024-65535' % params['port'])
-    for name, low, high in (('ib_port', 1, 255), ('gid_index', 0, 65535), ('size', 1, 2 ** 31), ('duration', 1, 86400),
-                            ('iterations', 5, 2 ** 40), ('tx_depth', 1, 65536), ('qps', 1, 65536), ('use_cuda', 0, 1023)):
+        problems.append('%s %d is outside 1024-65535' % (name('port'), params['port']))
+    for key, low, high in (('ib_port', 1, 255), ('gid_index', 0, 65535), ('use_cuda', 0, 1023)):
+        problems.append(checks.check_number(name(key), params[key], low, high))
+    problems.append(checks.check_timeout(name('timeout'), params['timeout'], maximum=background.MAX_DEADLINE))
+    return problems
+
+
+def shared_problems(module):
+    """Problems of the options every session of the call shares."""
+    params = module.params
+    test = params['test']
+    problems = checks.control_characters(params)
+    if params['role'] == 'client' and params['state'] != 'started':
+        problems.append('state applies to role=server only')
+    for name, low, high in (('size', 1, 2 ** 31), ('duration', 1, 86400), ('iterations', 5, 2 ** 40), ('tx_depth', 1, 65536),
+                            ('qps', 1, 65536)):
         problems.append(checks.check_number(name, params[name], low, high))
-    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=background.MAX_DEADLINE))
     problems.append(checks.check_timeout('ready_timeout', params['ready_timeout'], maximum=300))
     if test in perftest.LAT_TESTS:
         for name in BW_ONLY:
@@ -400,17 +461,60 @@ def validate(module):
         problems.append('connection UC is not supported by %s' % test)
     for index, arg in enumerate(params['extra_args']):
         problems.append(checks.check_arg('extra_args[%d]' % index, arg))
+    if form_of(params) == 'started' and not module.check_mode and not os.path.isdir(params['log_dir']):
+        problems.append('log_dir %s is not a directory' % params['log_dir'])
+    return problems
+
+
+def sessions_of(module):
+    """The per-session parameters of this call, validated: a list of parameter dicts, one per session.
+
+    Every session is checked before anything runs, and the call fails once with every problem.  A stop
+    is never failed (a cleanup step must not lose a node): its problems are warnings, checked where used.
+    """
+    params = module.params
+    form = form_of(params)
+    if params['sessions'] is None:
+        if form == 'stopped':
+            return [params]
+        problems = shared_problems(module) + session_problems(params, lambda key: key)
+        checks.fail_if_invalid(module, 'perftest', checks.problems_of(problems))
+        return [params]
+    problems = [] if form == 'stopped' else shared_problems(module)
+    batch = []
+    seen = {}
+    for index, session in enumerate(params['sessions']):
+        values, found = session_values(form, index, session)
+        merged = session_params(params, values)
+        if form == 'stopped':
+            for problem in found:
+                module.warn('%s: perftest stop: %s' % (hostname(), problem))
+        else:
+            problems += found
+            problems += session_problems(merged, lambda key, index=index: 'sessions[%d].%s' % (index, key))
+            if values['id'] in seen:
+                problems.append('sessions[%d].id %r is also the id of sessions[%d]' % (index, values['id'], seen[values['id']]))
+            seen.setdefault(values['id'], index)
+        batch.append(merged)
+    if form == 'started':
+        ports = {}
+        for index, merged in enumerate(batch):
+            if merged['port'] in ports:
+                problems.append('sessions[%d].port %d is also the port of sessions[%d]' % (index, merged['port'], ports[merged['port']]))
+            ports.setdefault(merged['port'], index)
     checks.fail_if_invalid(module, 'perftest', checks.problems_of(problems))
+    return batch
 
 
-def fail_classified(module, error_class, command, detail, **extra):
+def classified(error_class, command, detail, **extra):
+    """A failed session's result: ``extra`` with msg (host, command, class, hint, perftest's words) and the failure shape."""
     fields = failure(error_class, perftest.ERROR_HINTS.get(error_class))
     msg = '%s: `%s` failed: %s: %s' % (hostname(), command, error_class, fields['error_hint'])
     if detail:
         msg += ' (perftest said: %s)' % detail.strip().replace('\n', ' | ')[:400]
     extra['cmd'] = command
     extra.update(fields)
-    module.fail_json(msg=msg, **extra)
+    return dict(extra, msg=msg, failed=True)
 
 
 def parse_or_none(text):
@@ -420,15 +524,20 @@ def parse_or_none(text):
         return None, str(exc)
 
 
-def run_client(module, runner, binary, args):
-    params = module.params
+def client_timeout(params):
+    if params['timeout'] is not None:
+        return params['timeout']
+    return params['duration'] + 60 if params['duration'] else 300
+
+
+def run_client(module, runner, binary, params):
+    """Run one client to completion under its hard timeout; returns its result (with failed and msg when it failed)."""
+    args = perftest.build_perftest_argv(params)
     argv = [binary] + args
     cmd = render_cmd(argv)
-    timeout = params['timeout']
-    if timeout is None:
-        timeout = params['duration'] + 60 if params['duration'] else 300
+    timeout = client_timeout(params)
     if module.check_mode:
-        module.exit_json(changed=False, cmd=cmd, argv=argv, timeout=timeout, port=params['port'], **SUCCESS)
+        return dict(changed=False, cmd=cmd, argv=argv, timeout=timeout, port=params['port'], **SUCCESS)
     result = runner.run(params['test'], args, timeout=timeout, check=False)
     fields = dict(result.as_dict(), timeout=timeout, port=params['port'])
     fields['cmd'] = cmd
@@ -437,20 +546,18 @@ def run_client(module, runner, binary, args):
     fields['perftest'] = parsed
     if result.timed_out:
         detail = parsed['error_text'] if parsed and parsed['error_text'] else 'no result within %d s' % timeout
-        fail_classified(module, 'timeout', cmd, detail, **fields)
+        return classified('timeout', cmd, detail, **fields)
     if parsed is None:
         if result.rc != 0:
-            fail_classified(module, 'unknown_error', cmd, 'rc=%s: %s' % (result.rc, (result.stderr or result.stdout or '').strip()[-300:]),
-                            **fields)
-        runner.fail(result, reason='gave output that could not be parsed (%s)' % parse_error, error_class='parse_error',
-                    perftest=None, timeout=timeout, port=params['port'])
+            return classified('unknown_error', cmd, 'rc=%s: %s' % (result.rc, (result.stderr or result.stdout or '').strip()[-300:]), **fields)
+        return dict(runner.failure(result, reason='gave output that could not be parsed (%s)' % parse_error, error_class='parse_error',
+                                   perftest=None, timeout=timeout, port=params['port']), failed=True)
     if parsed['error_class']:
-        fail_classified(module, parsed['error_class'], cmd, parsed['error_text'], **fields)
+        return classified(parsed['error_class'], cmd, parsed['error_text'], **fields)
     if result.rc != 0 or not parsed['results']:
         detail = 'rc=%s, %d result rows: %s' % (result.rc, len(parsed['results']), (result.stderr or result.stdout or '').strip()[-300:])
-        fail_classified(module, 'unknown_error', cmd, detail, **fields)
-    fields.pop('perftest')
-    module.exit_json(changed=False, perftest=parsed, summary=perftest.summarize_perftest(parsed), **dict(fields, **SUCCESS))
+        return classified('unknown_error', cmd, detail, **fields)
+    return dict(fields, changed=False, summary=perftest.summarize_perftest(parsed), **SUCCESS)
 
 
 def server_deadline(params):
@@ -458,16 +565,14 @@ def server_deadline(params):
     return params['timeout'] or SERVER_DEFAULT_DEADLINE
 
 
-def start_server(module, runner, binary, args):
-    params = module.params
-    argv = [binary] + args
+def start_server(module, binary, params):
+    """Start one server detached; returns its result (changed when it started, failed and msg when it did not)."""
+    argv = [binary] + perftest.build_perftest_argv(params)
     cmd = render_cmd(argv)
     deadline = server_deadline(params)
     common = dict(cmd=cmd, argv=argv, port=params['port'], timeout=int(deadline))
     if module.check_mode:
-        module.exit_json(changed=True, **dict(common, **SUCCESS))
-    if not os.path.isdir(params['log_dir']):
-        module.fail_json(msg='%s: log_dir %s is not a directory' % (hostname(), params['log_dir']), **dict(common, **failure('invalid_options')))
+        return dict(common, changed=True, **SUCCESS)
     # perftest prints this banner once it waits for a client, in every connection mode.
     ready_text = 'Waiting for client to connect' if params['rdma_cm'] else None
     try:
@@ -481,24 +586,27 @@ def start_server(module, runner, binary, args):
         else:
             error_class = parsed['error_class'] if parsed and parsed['error_class'] else 'unknown_error'
             detail = str(exc)
-        fail_classified(module, error_class, cmd, detail, output=exc.output, perftest=parsed, argv=argv, port=params['port'])
-    module.exit_json(changed=True, pid=info['pid'], pgid=info['pgid'], start_time=info['start_time'], exe=info['exe'],
-                     log_path=info['log_path'], deadline_at=info['deadline_at'], **dict(common, **SUCCESS))
+        return classified(error_class, cmd, detail, output=exc.output, perftest=parsed, argv=argv, port=params['port'],
+                          timeout=int(deadline), changed=False)
+    return dict(common, changed=True, pid=info['pid'], pgid=info['pgid'], start_time=info['start_time'], exe=info['exe'],
+                log_path=info['log_path'], deadline_at=info['deadline_at'], **SUCCESS)
 
 
-def stop_server(module):
-    """Stop the server: reports what it found and never fails the host (a cleanup step must not lose a node)."""
-    params = module.params
+def stop_server(module, params, label='perftest stop'):
+    """Stop one server: returns what it found and never fails (a cleanup step must not lose a node).
+
+    Warnings go to module.warn, prefixed with the host and ``label``.
+    """
     pid = params['pid']
     common = dict(pid=pid, log_path=params['log_path'], port=params['port'], start_time=params['start_time'], exe=params['exe'])
     problems = [p for p in (checks.check_timeout('wait_exit', params['wait_exit'], maximum=600, allow_zero=True),) if p]
     wait_exit = params['wait_exit'] if not problems else 0.0
     if pid is None or pid < 2:
-        module.warn('perftest stop: no server pid given (%r); nothing to stop' % (pid,))
-        module.exit_json(changed=False, stopped=True, was_running=False, leftover=False, server_state='unverified',
-                         output='', perftest=None, parse_error=None, **dict(common, **SUCCESS))
+        module.warn('%s: no server pid given (%r); nothing to stop' % (label, pid))
+        return dict(common, changed=False, stopped=True, was_running=False, leftover=False, server_state='unverified',
+                    output='', perftest=None, parse_error=None, **SUCCESS)
     if module.check_mode:
-        module.exit_json(changed=background.pid_alive(pid), **dict(common, **SUCCESS))
+        return dict(common, changed=background.pid_alive(pid), **SUCCESS)
     outcome = background.stop_server(pid, params['start_time'], params['exe'], params['log_path'], wait_exit=wait_exit)
     warnings = problems + ([outcome['log_problem']] if outcome['log_problem'] else [])
     if outcome['state'] == 'pid_reused':
@@ -510,12 +618,48 @@ def stop_server(module):
     elif outcome['state'] == 'still_running':
         warnings.append('%s server pid %d: processes of its group are still running after SIGKILL' % (params['test'], pid))
     for warning in warnings:
-        module.warn('%s: perftest stop: %s' % (hostname(), warning))
+        module.warn('%s: %s: %s' % (hostname(), label, warning))
     parsed, parse_error = parse_or_none(outcome['output']) if outcome['output'].strip() else (None, 'empty or unread server log')
     server_failure = failure(parsed['error_class'], parsed['error_hint']) if parsed and parsed['error_class'] else dict(SUCCESS)
-    module.exit_json(changed=outcome['signalled'], stopped=outcome['stopped'], was_running=outcome['was_running'],
-                     leftover=outcome['state'] == 'still_running', server_state=outcome['state'], output=outcome['output'],
-                     perftest=parsed, parse_error=parse_error, **dict(common, **server_failure))
+    return dict(common, changed=outcome['signalled'], stopped=outcome['stopped'], was_running=outcome['was_running'],
+                leftover=outcome['state'] == 'still_running', server_state=outcome['state'], output=outcome['output'],
+                perftest=parsed, parse_error=parse_error, **server_failure)
+
+
+def run_sessions(module, batch):
+    """Run every session of ``batch`` one after the other; returns their results in order."""
+    params = module.params
+    form = form_of(params)
+    if form == 'stopped':
+        return [stop_server(module, merged, label='perftest stop' if params['sessions'] is None else
+                            'perftest stop sessions[%d] (id %r)' % (index, merged['id']))
+                for index, merged in enumerate(batch)]
+    runner = ToolRunner(module)
+    binary = runner.find(params['test'])
+    if form == 'client':
+        return [run_client(module, runner, binary, merged) for merged in batch]
+    return [start_server(module, binary, merged) for merged in batch]
+
+
+def batch_entry(merged, result, keys):
+    """One entry of RV(servers), RV(stopped) or RV(results): the session's result, its id and every key of the form."""
+    entry = dict((key, None) for key in keys)
+    entry.update(result)
+    entry['id'] = merged['id']
+    entry.pop('changed', None)
+    return entry
+
+
+def exit_batch(module, batch, results):
+    form = form_of(module.params)
+    changed = any(result.get('changed') for result in results)
+    if form == 'client':
+        entries = [batch_entry(merged, dict(result, failed=result.get('failed', False)), CLIENT_ENTRY_KEYS)
+                   for merged, result in zip(batch, results)]
+        module.exit_json(changed=changed, results=entries)
+    if form == 'started':
+        module.exit_json(changed=changed, servers=[batch_entry(merged, result, SERVER_ENTRY_KEYS) for merged, result in zip(batch, results)])
+    module.exit_json(changed=changed, stopped=[batch_entry(merged, result, ('id',)) for merged, result in zip(batch, results)])
 
 
 def main():
@@ -537,7 +681,7 @@ def main():
             use_cuda=dict(type='int'),
             report_gbits=dict(type='bool', default=False),
             bidirectional=dict(type='bool', default=False),
-            port=dict(type='int', default=18515),
+            port=dict(type='int', default=DEFAULT_PORT),
             rdma_cm=dict(type='bool', default=False),
             mtu=dict(type='int', choices=[256, 512, 1024, 2048, 4096]),
             connection=dict(type='str', choices=['RC', 'UC', 'UD']),
@@ -551,20 +695,20 @@ def main():
             exe=dict(type='str'),
             log_path=dict(type='path'),
             log_dir=dict(type='path', default='/tmp'),
+            sessions=dict(type='list', elements='dict'),
         ),
-        mutually_exclusive=[('size', 'all_sizes'), ('duration', 'iterations')],
+        mutually_exclusive=[('size', 'all_sizes'), ('duration', 'iterations')] + [('sessions', name) for name in PER_SESSION_OPTIONS],
         supports_check_mode=True,
     )
-    validate(module)
-    params = module.params
-    if params['role'] == 'server' and params['state'] == 'stopped':
-        stop_server(module)
-    runner = ToolRunner(module)
-    binary = runner.find(params['test'])
-    args = perftest.build_perftest_argv(params)
-    if params['role'] == 'client':
-        run_client(module, runner, binary, args)
-    start_server(module, runner, binary, args)
+    batch = sessions_of(module)
+    results = run_sessions(module, batch)
+    if module.params['sessions'] is not None:
+        exit_batch(module, batch, results)
+    # The single form: a batch of one, failing the call when its one session failed.
+    result = results[0]
+    if result.pop('failed', False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':
