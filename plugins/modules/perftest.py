@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: perftest
-short_description: Run one perftest RDMA bandwidth or latency test (server or client side)
+short_description: Run perftest RDMA bandwidth or latency tests (server or client side)
 version_added: 0.1.0
 description:
   - Runs one of the perftest tools (C(ib_send_bw), C(ib_write_bw), C(ib_read_bw), C(ib_send_lat), C(ib_write_lat), C(ib_read_lat))
@@ -27,6 +27,8 @@ description:
     C(completion_error), C(argument_error), C(port_in_use), C(timeout), C(parse_error), C(tool_missing), C(invalid_options),
     C(unknown_error)) with RV(error_side) saying whose fault that class is, and the message names the host, the command line,
     the class and what to check.
+  - With O(sessions) one call starts, runs or stops several sessions of the same test (one per HCA, say) one after the other;
+    each session's outcome is an entry of RV(servers), RV(clients) or RV(stops).
   - The server and the client must be given the same test options (size, duration, qps, bidirectional, report_gbits, rdma_cm...);
     perftest exchanges them and refuses a mismatch.
 author:
@@ -159,6 +161,26 @@ options:
     description: Directory in which the server's private log directory (mode 0700) is created.
     type: path
     default: /tmp
+  sessions:
+    description:
+      - Several sessions of the same test in one call, one after the other, in place of the single-session options O(server),
+        O(device), O(ib_port), O(port), O(gid_index), O(use_cuda), O(timeout), O(pid), O(start_time), O(exe) and O(log_path)
+        (mutually exclusive with them); every other option is shared by all sessions.
+      - Each item is a dict. C(id) is an opaque label (a non-empty string, unique in the call) echoed back in its entry of the result;
+        the other keys mean what the single-session options of the same names mean, and an optional one may be absent or null
+        (O(port) then defaults to 18515).
+      - With O(role=server) and O(state=started), the keys are C(id), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda) and
+        C(timeout) (the server's deadline), ports distinct; every server is started and RV(servers) lists them.
+      - With O(role=server) and O(state=stopped), the keys are C(id), C(pid), C(start_time), C(exe) and C(log_path); other keys are
+        ignored, so the RV(servers) entries of the start can be passed back as they are. Every server is stopped and RV(stops)
+        lists what each stop found; like a single stop, this never fails the host (a malformed key is warned about and left out).
+      - With O(role=client), the keys are C(id), C(server), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda) and C(timeout);
+        the clients run one after the other, never at once, each under its own hard timeout, and RV(clients) lists them.
+      - Every session is checked before anything runs; an invalid one fails the call, the message naming C(sessions[i].key).
+        Otherwise a failed session does not fail the call; its entry carries its own msg and failure shape.
+      - The tool must be installed on the host (a missing tool fails the call, as in the single form).
+    type: list
+    elements: dict
 notes:
   - Supports check mode; a client reports the command it would run and runs nothing, a server starts or stops nothing.
   - Run the server on the known-good peer and the client on the node under test, and always stop the server afterwards (see the examples),
@@ -221,6 +243,48 @@ EXAMPLES = r'''
       delegate_to: "{{ peer }}"
       when: perftest_server.pid is defined
 
+- name: Every HCA of the node in three calls, servers started together, clients one after the other
+  block:
+    - name: Start one ib_write_bw server per HCA on the peer
+      gpufleet.netval.perftest:
+        test: ib_write_bw
+        role: server
+        size: 65536
+        duration: 10
+        report_gbits: true
+        sessions:
+          - {id: mlx5_0, device: mlx5_0, gid_index: 3, port: 18515, timeout: 600}
+          - {id: mlx5_1, device: mlx5_1, gid_index: 3, port: 18516, timeout: 600}
+      delegate_to: "{{ peer }}"
+      register: perftest_servers
+
+    - name: Run every client on the node, one after the other
+      gpufleet.netval.perftest:
+        test: ib_write_bw
+        role: client
+        size: 65536
+        duration: 10
+        report_gbits: true
+        sessions:
+          - {id: mlx5_0, server: 10.0.0.2, device: mlx5_0, gid_index: 3, port: 18515}
+          - {id: mlx5_1, server: 10.0.1.2, device: mlx5_1, gid_index: 3, port: 18516}
+      register: perftest_clients
+
+    - name: Require 350 Gb/s on every 400G link
+      ansible.builtin.assert:
+        that: item.summary is not none and item.summary.bw_avg_gbps >= 350
+        fail_msg: "{{ item.id }}: {{ item.msg }}"
+      loop: "{{ perftest_clients.clients }}"
+  always:
+    - name: Stop every server, passing the start entries back
+      gpufleet.netval.perftest:
+        test: ib_write_bw
+        role: server
+        state: stopped
+        sessions: "{{ perftest_servers.servers | selectattr('pid') | list }}"
+      delegate_to: "{{ peer }}"
+      when: perftest_servers.servers is defined
+
 - name: Latency sweep, client side only (the server was started as above)
   gpufleet.netval.perftest:
     test: ib_send_lat
@@ -234,33 +298,33 @@ EXAMPLES = r'''
 RETURN = r'''
 cmd:
   description: The perftest command line (without the timeout wrapper).
-  returned: always
+  returned: when sessions is not given
   type: str
   sample: /usr/bin/ib_write_bw -d mlx5_0 -x 3 -s 65536 -D 10 --report_gbits -p 18515 -F 10.0.0.2
 argv:
   description: The perftest command as a list.
-  returned: always
+  returned: when sessions is not given
   type: list
   elements: str
 timeout:
   description: The hard timeout applied, in seconds (for a server, its deadline).
-  returned: when role is client or state is started
+  returned: when role is client or state is started, without sessions
   type: int
 rc:
   description: Exit status of the client.
-  returned: when role is client and not in check mode
+  returned: when role is client and not in check mode, without sessions
   type: int
 stdout:
   description: Client standard output.
-  returned: when role is client and not in check mode
+  returned: when role is client and not in check mode, without sessions
   type: str
 stderr:
   description: Client standard error.
-  returned: when role is client and not in check mode
+  returned: when role is client and not in check mode, without sessions
   type: str
 timed_out:
   description: Whether the client was stopped by the hard timeout.
-  returned: when role is client and not in check mode
+  returned: when role is client and not in check mode, without sessions
   type: bool
 perftest:
   description:
@@ -268,7 +332,7 @@ perftest:
     - C(results) holds one row per message size; bandwidth rows have C(bytes), C(iterations), C(bw_peak) (null when not measured),
       C(bw_avg), C(bw_avg_as_printed), C(bw_unit), C(bw_avg_gbps), C(bw_avg_gbytes_s) and C(msg_rate_mpps); latency rows have C(t_min_us),
       C(t_max_us), C(t_typical_us), C(t_avg_us), C(t_stdev_us), C(p99_us) and C(p999_us) (null when this perftest does not print them).
-  returned: when output was read
+  returned: when output was read, without sessions
   type: dict
   sample: {"test": "RDMA_Write BW", "kind": "bw", "device": "mlx5_0", "link_type": "Ethernet", "gid_index": 3, "mtu": 4096,
            "bw_unit": "Gb/sec", "error_class": null, "results": [{"bytes": 65536, "iterations": 403504, "bw_peak": null,
@@ -276,78 +340,118 @@ perftest:
            "msg_rate_mpps": 0.080701, "complete": true}]}
 summary:
   description: Headline numbers of the row with the largest message size (null where unknown).
-  returned: when role is client and the test ran
+  returned: when role is client and the test ran, without sessions
   type: dict
   sample: {"bytes": 65536, "bw_avg_gbps": 42.31, "bw_avg_gbytes_s": 5.28875, "t_typical_us": null, "t_avg_us": null, "p99_us": null}
 error_class:
   description: Failure class (see the description), null on success and after a stop whose server log shows no error.
-  returned: always
+  returned: when sessions is not given
   type: str
 error_hint:
   description: What an operator should check for RV(error_class), null on success.
-  returned: always
+  returned: when sessions is not given
   type: str
 error_side:
   description:
     - Whose fault RV(error_class) is, null on success. C(ours) is our tooling or run (missing tool, invalid options, our timeout,
       port in use, server unreachable, unreadable output) and must never be blamed on the provider; C(host) is the host the
       module ran on; C(unknown) when the output does not say.
-  returned: always
+  returned: when sessions is not given
   type: str
 pid:
   description: Process id (and process group and session id) of the started server.
-  returned: when role is server
+  returned: when role is server, without sessions
   type: int
 pgid:
   description: Process group of the started server (its pid).
-  returned: when role is server and state is started
+  returned: when role is server and state is started, without sessions
   type: int
 start_time:
   description: Start time of the started server, field 22 of C(/proc/PID/stat); pass it to O(state=stopped).
-  returned: when role is server and state is started
+  returned: when role is server and state is started, without sessions
   type: int
 exe:
   description: Executable of the started server as C(/proc/PID/exe) showed it once it was ready; pass it to O(state=stopped).
-  returned: when role is server and state is started
+  returned: when role is server and state is started, without sessions
   type: str
 deadline_at:
   description: Unix time at which the server is stopped whatever happens.
-  returned: when role is server and state is started
+  returned: when role is server and state is started, without sessions
   type: int
 log_path:
   description: The server's log file (C(server.log) in a private directory).
-  returned: when role is server
+  returned: when role is server, without sessions
   type: str
 port:
   description: The TCP control port.
-  returned: always
+  returned: when sessions is not given
   type: int
 stopped:
   description: Whether the server is gone (also true when it had exited by itself or its pid now belongs to another process).
-  returned: when state is stopped
+  returned: when state is stopped, without sessions
   type: bool
 server_state:
   description:
     - What the stop found, C(exited) (gone by itself), C(stopped) (we stopped it), C(pid_reused) (the pid is another process now;
       not signalled), C(still_running) (alive after SIGKILL) or C(unverified) (alive but nothing identifies it as ours; not signalled).
-  returned: when state is stopped
+  returned: when state is stopped, without sessions
   type: str
 was_running:
   description: Whether the server was still running when asked to stop (false when it had exited by itself after its test).
-  returned: when state is stopped
+  returned: when state is stopped, without sessions
   type: bool
 leftover:
   description: Whether any process of the server's group was left running after SIGKILL (reported with a warning, never a failure).
-  returned: when state is stopped
+  returned: when state is stopped, without sessions
   type: bool
 output:
   description: The server's raw output from its log file (empty when the log was refused or missing).
-  returned: when state is stopped
+  returned: when state is stopped, without sessions
   type: str
 parse_error:
   description: Why the server log could not be parsed, null when it was.
-  returned: when state is stopped
+  returned: when state is stopped, without sessions
   type: str
+servers:
+  description:
+    - With O(sessions), O(role=server) and O(state=started), one entry per session in the order of O(sessions).
+    - Each entry has C(id) (the session's), C(port), C(pid), C(pgid), C(start_time), C(exe), C(log_path), C(deadline_at), C(cmd),
+      C(argv) and C(timeout) as RV(pid), RV(pgid), RV(start_time), RV(exe), RV(log_path), RV(deadline_at), RV(cmd), RV(argv) and
+      RV(timeout) of a single start (C(pid) to C(deadline_at) null when the server did not start or in check mode),
+      C(error_class), C(error_hint) and C(error_side) (null on success) and C(msg) (why it did not start, null when it did).
+    - A server that failed to start does not fail the call; C(changed) is true when any server started.
+    - Pass the entries as they are to O(sessions) with O(state=stopped).
+  returned: when sessions is given, role is server and state is started
+  type: list
+  elements: dict
+  sample: [{"id": "mlx5_0", "port": 18515, "pid": 4242, "pgid": 4242, "start_time": 918273, "exe": "/usr/bin/ib_write_bw",
+            "log_path": "/tmp/netval-perftest-ib_write_bw-p18515-x1y2z3/server.log", "deadline_at": 1764582300,
+            "cmd": "/usr/bin/ib_write_bw -d mlx5_0 -x 3 -p 18515 -F", "argv": ["/usr/bin/ib_write_bw", "-d", "mlx5_0", "-x", "3",
+            "-p", "18515", "-F"], "timeout": 600, "error_class": null, "error_hint": null, "error_side": null, "msg": null}]
+stops:
+  description:
+    - With O(sessions), O(role=server) and O(state=stopped), one entry per session in the order of O(sessions).
+    - Each entry has C(id) (the session's, null when it had none) and what a single stop returns, C(pid), C(start_time), C(exe),
+      C(log_path), C(port), C(stopped), C(was_running), C(leftover), C(server_state), C(output), C(perftest), C(parse_error),
+      C(error_class), C(error_hint) and C(error_side) (the server log's failure, null when it shows none); in check mode only
+      C(id), C(pid), C(start_time), C(exe), C(log_path), C(port) and the failure shape.
+  returned: when sessions is given, role is server and state is stopped
+  type: list
+  elements: dict
+clients:
+  description:
+    - With O(sessions) and O(role=client), one entry per session in the order of O(sessions), the clients having run in that order.
+    - Each entry is what a single client call returns (RV(cmd), RV(argv), RV(rc), RV(stdout), RV(stderr), RV(timed_out),
+      RV(timeout), RV(port), RV(perftest), RV(summary), RV(error_class), RV(error_hint), RV(error_side)) with C(id) (the
+      session's), C(msg) (null on success) and C(failed) (true when that session failed; C(summary) is then null). Keys a
+      session did not get to (C(rc) in check mode, for example) are null.
+    - A failed session does not fail the call.
+  returned: when sessions is given and role is client
+  type: list
+  elements: dict
+  sample: [{"id": "mlx5_0", "cmd": "/usr/bin/ib_write_bw -d mlx5_0 -x 3 -s 65536 -D 10 --report_gbits -p 18515 -F 10.0.0.2",
+            "rc": 0, "timed_out": false, "timeout": 70, "port": 18515, "summary": {"bytes": 65536, "bw_avg_gbps": 362.1},
+            "error_class": null, "error_hint": null, "error_side": null, "msg": null, "failed": false}]
 '''
 
 import os
@@ -642,7 +746,7 @@ def run_sessions(module, batch):
 
 
 def batch_entry(merged, result, keys):
-    """One entry of RV(servers), RV(stopped) or RV(results): the session's result, its id and every key of the form."""
+    """One entry of RV(servers), RV(stops) or RV(clients): the session's result, its id and every key of the form."""
     entry = dict((key, None) for key in keys)
     entry.update(result)
     entry['id'] = merged['id']
@@ -656,10 +760,10 @@ def exit_batch(module, batch, results):
     if form == 'client':
         entries = [batch_entry(merged, dict(result, failed=result.get('failed', False)), CLIENT_ENTRY_KEYS)
                    for merged, result in zip(batch, results)]
-        module.exit_json(changed=changed, results=entries)
+        module.exit_json(changed=changed, clients=entries)
     if form == 'started':
         module.exit_json(changed=changed, servers=[batch_entry(merged, result, SERVER_ENTRY_KEYS) for merged, result in zip(batch, results)])
-    module.exit_json(changed=changed, stopped=[batch_entry(merged, result, ('id',)) for merged, result in zip(batch, results)])
+    module.exit_json(changed=changed, stops=[batch_entry(merged, result, ('id',)) for merged, result in zip(batch, results)])
 
 
 def main():
