@@ -418,7 +418,8 @@ servers:
     - Each entry has C(id) (the session's), C(port), C(pid), C(pgid), C(start_time), C(exe), C(log_path), C(deadline_at), C(cmd),
       C(argv) and C(timeout) as RV(pid), RV(pgid), RV(start_time), RV(exe), RV(log_path), RV(deadline_at), RV(cmd), RV(argv) and
       RV(timeout) of a single start (C(pid) to C(deadline_at) null when the server did not start or in check mode),
-      C(error_class), C(error_hint) and C(error_side) (null on success) and C(msg) (why it did not start, null when it did).
+      C(error_class), C(error_hint) and C(error_side) (null on success) and C(msg) (why it did not start, null when it did); a
+      server that did not start also has C(failed) (true), C(output) (what it printed) and C(perftest) (that output parsed).
     - A server that failed to start does not fail the call; C(changed) is true when any server started.
     - Pass the entries as they are to O(sessions) with O(state=stopped).
   returned: when sessions is given, role is server and state is started
