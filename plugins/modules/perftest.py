@@ -597,9 +597,10 @@ def sessions_of(module):
         else:
             problems += found
             problems += session_problems(merged, lambda key, index=index: 'sessions[%d].%s' % (index, key))
-            if values['id'] in seen:
+            if isinstance(values['id'], str) and values['id'] in seen:
                 problems.append('sessions[%d].id %r is also the id of sessions[%d]' % (index, values['id'], seen[values['id']]))
-            seen.setdefault(values['id'], index)
+            if isinstance(values['id'], str):
+                seen.setdefault(values['id'], index)
         batch.append(merged)
     if form == 'started':
         ports = {}

@@ -383,6 +383,7 @@ def test_client_batch_check_mode_runs_nothing_and_shows_every_command():
     ({'devcie': 'mlx5_1'}, 'sessions[1].devcie is not a key of a client session'),
     ({'id': 'hca0'}, "sessions[1].id 'hca0' is also the id of sessions[0]"),
     ({'id': ''}, 'sessions[1].id must be a non-empty label'),
+    ({'id': ['hca1']}, "sessions[1].id must be a non-empty label, got ['hca1']"),
     ({'device': 'mlx5_1\n'}, 'sessions[1].device must not contain newlines'),
 ])
 def test_client_batch_with_an_invalid_session_runs_nothing(change, needle):
