@@ -190,7 +190,11 @@ class ToolRunner(object):
         return result
 
     def fail(self, result, reason=None, **extra):
-        """Fail the module for ``result`` with a message an operator can act on.
+        """Fail the module for ``result`` with a message an operator can act on (see ``failure``)."""
+        self.module.fail_json(**self.failure(result, reason=reason, **extra))
+
+    def failure(self, result, reason=None, **extra):
+        """The failed result of ``result``: msg, the command's fields and the failure shape (nothing is exited).
 
         ``extra`` may name the failure class (error_class, error_hint); by default it is
         ``timeout`` or ``tool_failed`` (see failures.py).
@@ -209,7 +213,7 @@ class ToolRunner(object):
         fields.update(failure(error_class, extra.pop('error_hint', None)))
         extra.pop('error_side', None)
         fields.update(extra)
-        self.module.fail_json(msg=msg, **fields)
+        return dict(fields, msg=msg)
 
     def fail_parse(self, result, error):
         """Fail the module because a command's output could not be parsed (``error`` is a ParseError)."""

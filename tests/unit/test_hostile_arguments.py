@@ -18,6 +18,7 @@ from ansible.module_utils import basic
 from ansible_collections.gpufleet.netval.plugins import modules as modules_pkg
 from ansible_collections.gpufleet.netval.plugins.module_utils import background, runner
 from ansible_collections.gpufleet.netval.plugins.modules import evidence_bundle
+from ansible_collections.gpufleet.netval.plugins.modules import perftest as perftest_module
 from tests.unit.plugins.modules.utils import AnsibleExitJson, AnsibleFailJson, _exit_json, _fail_json, set_module_args
 
 MODULE_NAMES = sorted(name for _finder, name, _pkg in pkgutil.iter_modules(modules_pkg.__path__))
@@ -49,6 +50,17 @@ BASE = {
 }
 
 
+# Lists of dicts, covered with a sample of their own: every text value of the first item is made hostile, and the
+# options the list stands in for (mutually exclusive with it) are left out of the base arguments.
+DICT_LISTS = {
+    ('perftest', 'sessions'): {
+        'sample': [{'id': 'hca0', 'server': 'peer-01', 'device': 'mlx5_0', 'port': 18515},
+                   {'id': 'hca1', 'server': 'peer-02', 'device': 'mlx5_1', 'port': 18516}],
+        'replaces': ('server', 'device', 'log_path', 'exe'),
+    },
+}
+
+
 def argument_spec(name):
     """The argument_spec a module's main() builds, captured at AnsibleModule()."""
     module = importlib.import_module('ansible_collections.gpufleet.netval.plugins.modules.%s' % name)
@@ -75,7 +87,7 @@ def text_options():
             kind = info.get('type', 'str')
             if info.get('choices'):
                 continue  # Ansible's own choices check refuses anything else
-            if kind in TEXT_TYPES or (kind == 'list' and info.get('elements', 'str') in TEXT_TYPES):
+            if kind in TEXT_TYPES or (kind == 'list' and info.get('elements', 'str') in TEXT_TYPES) or (name, option) in DICT_LISTS:
                 cases.append((name, option))
     return cases
 
@@ -90,7 +102,7 @@ def test_every_module_is_covered_and_has_text_options():
 
 
 def sample(name, option, tmp):
-    value = BASE[name].get(option)
+    value = DICT_LISTS[(name, option)]['sample'] if (name, option) in DICT_LISTS else BASE[name].get(option)
     if value is None:
         value = {'str': 'sample', 'path': '%s/sample' % tmp}.get(argument_spec(name)[1][option].get('type', 'str'), 'sample')
     return fill(value, tmp)
@@ -107,10 +119,21 @@ def fill(value, tmp):
 
 
 def mutate(value, change):
-    """``change`` applied to the text (the first item of a list)."""
+    """``change`` applied to the text (the first item of a list; every text value of a first item that is a dict)."""
     if isinstance(value, list):
-        return [change(value[0])] + value[1:]
+        return [mutate(value[0], change)] + value[1:]
+    if isinstance(value, dict):
+        return dict((key, change(item) if isinstance(item, str) else item) for key, item in value.items())
     return change(value)
+
+
+def first_text(value):
+    """The text ``mutate`` changes first: the value, a list's first item, a dict's first text value."""
+    if isinstance(value, list):
+        return first_text(value[0])
+    if isinstance(value, dict):
+        return [first_text(item) for item in value.values() if isinstance(item, str)][0]
+    return value
 
 
 def run_recorded(name, args):
@@ -150,14 +173,16 @@ def run_recorded(name, args):
     pytest.fail('%s returned without exit_json or fail_json' % name)
 
 
-def base_args(name, tmp):
-    return fill(BASE[name], tmp)
+def base_args(name, tmp, option=None):
+    """BASE[name] filled in; without the options that ``option`` (a DICT_LISTS option) replaces."""
+    replaced = DICT_LISTS.get((name, option), {}).get('replaces', ())
+    return dict((key, value) for key, value in fill(BASE[name], tmp).items() if key not in replaced)
 
 
 @pytest.mark.parametrize('name,option', CASES, ids=['%s-%s' % case for case in CASES])
 def test_a_trailing_newline_never_passes(tmp_path, name, option):
     tmp = str(tmp_path)
-    args = dict(base_args(name, tmp))
+    args = dict(base_args(name, tmp, option))
     args[option] = mutate(sample(name, option, tmp), lambda text: text + '\n')
     result, failed, argvs, _hostfiles = run_recorded(name, args)
     assert failed, '%s accepted %s=%r' % (name, option, args[option])
@@ -170,10 +195,10 @@ def test_a_trailing_newline_never_passes(tmp_path, name, option):
 def test_a_leading_dash_never_lands_in_argv_as_an_element(tmp_path, monkeypatch, name, option):
     tmp = str(tmp_path)
     monkeypatch.chdir(tmp)  # a path option like '-x/tmp/...' is relative: keep what it creates in the test's folder
-    args = dict(base_args(name, tmp))
+    args = dict(base_args(name, tmp, option))
     hostile = mutate(sample(name, option, tmp), lambda text: '-oProxyCommand=x' if not text.startswith('/') else '-x' + text)
     args[option] = hostile
-    dashed = hostile[0] if isinstance(hostile, list) else hostile
+    dashed = first_text(hostile)
     result, failed, argvs, hostfiles = run_recorded(name, args)
     if (name, option) in FREE_ARGS:
         return
@@ -226,3 +251,56 @@ def test_a_stop_with_a_non_finite_wait_exit_still_stops_and_never_fails(tmp_path
     result, failed, argvs, _hostfiles = run_recorded('perftest', {'test': 'ib_write_bw', 'role': 'server', 'state': 'stopped',
                                                                   'pid': 2 ** 22 + 77, 'start_time': 5, 'wait_exit': float('inf')})
     assert not failed and result['stopped'] is True and result['server_state'] == 'exited'
+
+
+# perftest sessions: every text key of every form, hostile in the second session only.
+SESSION_FORMS = {
+    'client': ({'test': 'ib_write_bw', 'role': 'client'},
+               [{'id': 'a', 'server': 'peer-01', 'device': 'mlx5_0', 'port': 18515},
+                {'id': 'b', 'server': 'peer-02', 'device': 'mlx5_1', 'port': 18516}]),
+    'started': ({'test': 'ib_write_bw', 'role': 'server', 'log_dir': '{tmp}'},
+                [{'id': 'a', 'device': 'mlx5_0', 'port': 18515}, {'id': 'b', 'device': 'mlx5_1', 'port': 18516}]),
+    'stopped': ({'test': 'ib_write_bw', 'role': 'server', 'state': 'stopped', 'wait_exit': 0},
+                [{'id': 'a', 'pid': 2 ** 22 + 77, 'start_time': 5, 'exe': '/usr/bin/ib_write_bw', 'log_path': '{tmp}/netval-a/server.log'},
+                 {'id': 'b', 'pid': 2 ** 22 + 78, 'start_time': 5, 'exe': '/usr/bin/ib_write_bw', 'log_path': '{tmp}/netval-b/server.log'}]),
+}
+SESSION_TEXT_CASES = [(form, key) for form in sorted(SESSION_FORMS) for key in perftest_module.SESSION_KEYS[form]
+                      if key not in perftest_module.INT_KEYS]
+
+
+def session_args(form, key, change, tmp):
+    shared, sessions = (fill(part, tmp) for part in SESSION_FORMS[form])
+    sessions[1][key] = change(sessions[1][key])
+    return dict(shared, sessions=sessions), sessions[1][key]
+
+
+def test_every_session_form_and_text_key_is_covered():
+    assert sorted(set(form for form, _key in SESSION_TEXT_CASES)) == ['client', 'started', 'stopped']
+    assert ('client', 'server') in SESSION_TEXT_CASES and ('stopped', 'log_path') in SESSION_TEXT_CASES
+    assert all(key in SESSION_FORMS[form][1][1] for form, key in SESSION_TEXT_CASES)
+
+
+@pytest.mark.parametrize('form,key', SESSION_TEXT_CASES, ids=['%s-%s' % case for case in SESSION_TEXT_CASES])
+def test_a_trailing_newline_in_a_session_never_passes(tmp_path, form, key):
+    args, value = session_args(form, key, lambda text: text + '\n', str(tmp_path))
+    result, failed, argvs, _hostfiles = run_recorded('perftest', args)
+    assert argvs == [], 'perftest ran %r with sessions[1].%s=%r' % (argvs, key, value)
+    if form == 'stopped':
+        # A stop never fails the host: the value only ever identifies (it is compared, never run or followed).
+        assert not failed and [entry['server_state'] for entry in result['stops']] == ['exited', 'exited']
+        return
+    assert failed and 'sessions[1].%s must not contain newlines' % key in result['msg'], result['msg']
+    assert result['error_class'] == 'invalid_options' and 'Traceback' not in result['msg']
+
+
+@pytest.mark.parametrize('form,key', SESSION_TEXT_CASES, ids=['%s-%s' % case for case in SESSION_TEXT_CASES])
+def test_a_leading_dash_in_a_session_never_lands_in_argv_as_an_element(tmp_path, form, key):
+    args, dashed = session_args(form, key, lambda text: '-oProxyCommand=x' if not text.startswith('/') else '-x' + text, str(tmp_path))
+    result, failed, argvs, _hostfiles = run_recorded('perftest', args)
+    for argv in argvs:
+        assert dashed not in argv, 'perftest put sessions[1].%s=%r into argv %r' % (key, dashed, argv)
+    if key in ('server', 'device'):
+        assert failed and argvs == [] and 'sessions[1].%s must be' % key in result['msg'], result
+    else:
+        # id is a label, exe and log_path only identify a server to stop: accepted, never an argument.
+        assert not failed, result

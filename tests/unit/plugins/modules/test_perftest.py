@@ -312,3 +312,210 @@ def test_stop_after_the_server_exited_by_itself(tmp_path, monkeypatch):
     assert result['server_state'] == 'exited'
     assert result['perftest']['results'][0]['bytes'] == 65536
     assert not os.path.exists(os.path.dirname(started['log_path']))
+
+
+# --- batches: one call for every session of a test kind -------------------------------------------
+
+BATCH_SHARED = {'test': 'ib_write_bw', 'role': 'client', 'size': 8, 'duration': 60, 'report_gbits': True}
+BATCH_SESSIONS = [
+    {'id': 'hca0', 'server': '10.0.0.2', 'device': 'mlx5_0', 'gid_index': 2, 'port': 18515},
+    {'id': 'hca1', 'server': '10.0.1.2', 'device': 'mlx5_1', 'gid_index': 2, 'port': 18516, 'ib_port': 1},
+    {'id': 'hca2', 'server': '10.0.2.2', 'device': 'mlx5_2', 'port': 18517, 'use_cuda': 3, 'timeout': 90, 'gid_index': None},
+]
+BATCH_ARGVS = [
+    ['/usr/bin/ib_write_bw', '-d', 'mlx5_0', '-x', '2', '-s', '8', '-D', '60', '--report_gbits', '-p', '18515', '-F', '10.0.0.2'],
+    ['/usr/bin/ib_write_bw', '-d', 'mlx5_1', '-i', '1', '-x', '2', '-s', '8', '-D', '60', '--report_gbits', '-p', '18516', '-F',
+     '10.0.1.2'],
+    ['/usr/bin/ib_write_bw', '-d', 'mlx5_2', '-s', '8', '-D', '60', '--use_cuda=3', '--report_gbits', '-p', '18517', '-F', '10.0.2.2'],
+]
+
+
+def test_client_batch_runs_in_order_and_a_failed_session_does_not_fail_the_call():
+    good = fixtures.local('perftest/ib_write_bw_post_list_D60_8B_gbits_roce_issue273.txt')
+    refused = fixtures.local('perftest/ib_write_bw_connect_failed_pr228.txt')
+    calls = [Call(TIMEOUT + ['120'] + BATCH_ARGVS[0], rc=0, out=good), Call(TIMEOUT + ['120'] + BATCH_ARGVS[1], rc=1, err=refused),
+             Call(TIMEOUT + ['90'] + BATCH_ARGVS[2], rc=0, out=good)]
+    result, failed = run_module(perftest.main, dict(BATCH_SHARED, sessions=BATCH_SESSIONS), calls=calls)
+    assert not failed, result
+    assert result['_ran'] == [call.argv for call in calls] and result['changed'] is False
+    assert 'cmd' not in result and 'error_class' not in result
+    first, second, third = result['clients']
+    assert [entry['id'] for entry in result['clients']] == ['hca0', 'hca1', 'hca2']
+    for entry, argv, timeout in ((first, BATCH_ARGVS[0], 120), (third, BATCH_ARGVS[2], 90)):
+        assert entry['failed'] is False and entry['msg'] is None and entry['argv'] == argv and entry['timeout'] == timeout
+        assert (entry['error_class'], entry['error_hint'], entry['error_side']) == (None, None, None)
+        assert entry['rc'] == 0 and entry['summary']['bw_avg_gbps'] == 0.48 and entry['perftest']['results'][0]['bytes'] == 8
+    assert third['port'] == 18517 and third['cmd'] == ' '.join(BATCH_ARGVS[2])
+    assert second['failed'] is True and second['rc'] == 1 and second['port'] == 18516 and second['summary'] is None
+    assert (second['error_class'], second['error_side']) == ('connect_failed', 'ours') and second['error_hint']
+    assert hostname() in second['msg'] and ' '.join(BATCH_ARGVS[1]) in second['msg'] and "Couldn't connect to" in second['msg']
+
+
+def test_client_batch_entry_has_the_keys_of_a_single_client_call():
+    out = fixtures.local('perftest/ib_write_bw_post_list_D60_8B_gbits_roce_issue273.txt')
+    single, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=0, out=out)])
+    assert not failed
+    session = {'id': 'x', 'server': '10.0.0.2', 'device': 'mlx5_0', 'gid_index': 2}
+    batch, failed = run_module(perftest.main, dict(BATCH_SHARED, sessions=[session]), calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=0, out=out)])
+    assert not failed
+    entry = batch['clients'][0]
+    assert set(entry) == set(single) - {'changed', '_ran'} | {'id', 'msg', 'failed'}
+    assert dict((key, entry[key]) for key in single if key not in ('changed', '_ran')) == dict(
+        (key, single[key]) for key in single if key not in ('changed', '_ran'))
+
+
+def test_client_batch_check_mode_runs_nothing_and_shows_every_command():
+    result, failed = run_module(perftest.main, dict(BATCH_SHARED, sessions=BATCH_SESSIONS), calls=[], check_mode=True)
+    assert not failed and result['_ran'] == []
+    assert [entry['argv'] for entry in result['clients']] == BATCH_ARGVS
+    assert [entry['timeout'] for entry in result['clients']] == [120, 120, 90]
+    assert all(entry['rc'] is None and entry['failed'] is False for entry in result['clients'])
+
+
+@pytest.mark.parametrize('change,needle', [
+    ({'device': 'mlx5_1; reboot'}, 'sessions[1].device must be an RDMA device name'),
+    ({'server': '-oProxyCommand=x'}, 'sessions[1].server must be a host name'),
+    ({'server': None}, 'sessions[1].server (the address'),
+    ({'port': 80}, 'sessions[1].port 80 is outside'),
+    ({'port': 'eighty'}, "sessions[1].port must be an integer, got 'eighty'"),
+    ({'timeout': 0}, 'sessions[1].timeout must be a finite number'),
+    ({'gid_index': True}, 'sessions[1].gid_index must be an integer'),
+    ({'devcie': 'mlx5_1'}, 'sessions[1].devcie is not a key of a client session'),
+    ({'id': 'hca0'}, "sessions[1].id 'hca0' is also the id of sessions[0]"),
+    ({'id': ''}, 'sessions[1].id must be a non-empty label'),
+    ({'id': ['hca1']}, "sessions[1].id must be a non-empty label, got ['hca1']"),
+    ({'device': 'mlx5_1\n'}, 'sessions[1].device must not contain newlines'),
+])
+def test_client_batch_with_an_invalid_session_runs_nothing(change, needle):
+    sessions = [dict(BATCH_SESSIONS[0]), dict(BATCH_SESSIONS[1], **change), dict(BATCH_SESSIONS[2])]
+    result, failed = run_module(perftest.main, dict(BATCH_SHARED, sessions=sessions))
+    assert failed and result['_ran'] == [] and needle in result['msg'] and hostname() in result['msg'], result['msg']
+    assert (result['error_class'], result['error_side']) == ('invalid_options', 'ours')
+
+
+@pytest.mark.parametrize('option', ['device', 'server', 'port', 'timeout'])
+def test_sessions_exclude_the_single_session_options(option):
+    value = {'device': 'mlx5_0', 'server': '10.0.0.2', 'port': 18515, 'timeout': 60}[option]
+    result, failed = run_module(perftest.main, dict(BATCH_SHARED, sessions=BATCH_SESSIONS, **{option: value}))
+    assert failed and result['_ran'] == [] and 'mutually exclusive' in result['msg'] and option in result['msg']
+
+
+def batch_server_args(tmp_path, sessions):
+    args = server_args(tmp_path, None, 'one-test', sessions=sessions)
+    del args['port']
+    return args
+
+
+def test_server_batch_starts_every_server_and_a_batch_stop_takes_the_entries_back(tmp_path):
+    make_stand_in(tmp_path)
+    ports = [free_port(), free_port()]
+    sessions = [{'id': 'hca0', 'port': ports[0], 'device': 'mlx5_0', 'timeout': 600}, {'id': 'hca1', 'port': ports[1], 'gid_index': 3}]
+    started, failed = run_module(perftest.main, batch_server_args(tmp_path, sessions),
+                                 bin_dir=str(tmp_path))
+    servers = started.get('servers') or []
+    try:
+        assert not failed, started
+        assert started['changed'] is True and 'pid' not in started and len(servers) == 2
+        assert [entry['id'] for entry in servers] == ['hca0', 'hca1'] and [entry['port'] for entry in servers] == ports
+        assert servers[0]['cmd'] == '%s/ib_send_bw -d mlx5_0 -p %d -F --standin=one-test' % (tmp_path, ports[0])
+        assert servers[1]['cmd'] == '%s/ib_send_bw -x 3 -p %d -F --standin=one-test' % (tmp_path, ports[1])
+        assert [entry['timeout'] for entry in servers] == [600, 3600]
+        assert servers[0]['deadline_at'] < servers[1]['deadline_at'] - 2900
+        for entry in servers:
+            assert entry['msg'] is None and entry['error_class'] is None and entry['pgid'] == entry['pid']
+            assert background.pid_alive(entry['pid']) and entry['port'] in background.listening_ports()
+            assert background.is_ours(entry['pid'], entry['start_time'], entry['exe']) and os.path.isfile(entry['log_path'])
+        # The first server gets its one client; the second is still waiting when it is stopped.
+        socket.create_connection(('127.0.0.1', ports[0]), timeout=5).close()
+        stopped, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'wait_exit': 10,
+                                                     'sessions': servers})
+        assert not failed, stopped
+        assert [entry['id'] for entry in stopped['stops']] == ['hca0', 'hca1'] and stopped['changed'] is True
+        first, second = stopped['stops']
+        assert [first['pid'], second['pid']] == [entry['pid'] for entry in servers]
+        assert first['stopped'] is True and first['leftover'] is False and first['error_class'] is None
+        assert first['perftest']['results'][0]['bw_avg'] == 46557.03 and first['parse_error'] is None
+        assert second['was_running'] is True and second['server_state'] == 'stopped' and second['stopped'] is True
+        assert second['perftest']['waiting_for_client'] is True and second['perftest']['results'] == []
+        assert not any(os.path.exists(os.path.dirname(entry['log_path'])) for entry in servers)
+    finally:
+        for entry in servers:
+            if entry.get('pid'):
+                background.stop_group(entry['pid'], entry['start_time'])
+    assert ours_running(tmp_path) == [] and not set(ports) & set(background.listening_ports())
+
+
+def test_server_batch_a_server_that_cannot_start_does_not_fail_the_call(tmp_path):
+    make_stand_in(tmp_path)
+    blocker = socket.socket()
+    blocker.bind(('127.0.0.1', 0))
+    blocker.listen(1)
+    busy = blocker.getsockname()[1]
+    free = free_port()
+    sessions = [{'id': 'busy', 'port': busy}, {'id': 'free', 'port': free}]
+    try:
+        started, failed = run_module(perftest.main, batch_server_args(tmp_path, sessions),
+                                     bin_dir=str(tmp_path))
+    finally:
+        blocker.close()
+    servers = started.get('servers') or []
+    try:
+        assert not failed, started
+        assert started['changed'] is True
+        refused, running = servers
+        assert refused['id'] == 'busy' and refused['pid'] is None and refused['log_path'] is None
+        assert (refused['error_class'], refused['error_side']) == ('port_in_use', 'ours') and str(busy) in refused['msg']
+        assert hostname() in refused['msg'] and refused['cmd'].endswith('-p %d -F --standin=one-test' % busy)
+        assert running['id'] == 'free' and running['error_class'] is None and background.pid_alive(running['pid'])
+        stopped, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'wait_exit': 0,
+                                                     'sessions': servers})
+        assert not failed, stopped
+        assert [entry['server_state'] for entry in stopped['stops']] == ['unverified', 'stopped']
+    finally:
+        for entry in servers:
+            if entry.get('pid'):
+                background.stop_group(entry['pid'], entry['start_time'])
+    assert ours_running(tmp_path) == []
+
+
+@pytest.mark.parametrize('change,needle', [
+    ({'port': 80}, 'sessions[1].port 80 is outside'),
+    ({'server': '10.0.0.2'}, 'sessions[1].server is not a key of a started session'),
+    ({'port': 'SAME'}, 'sessions[1].port %d is also the port of sessions[0]'),
+    ({'timeout': 10 ** 9}, 'sessions[1].timeout must be a finite number'),
+])
+def test_server_batch_with_an_invalid_session_starts_nothing(tmp_path, change, needle):
+    make_stand_in(tmp_path)
+    port = free_port()
+    second = dict({'id': 'b', 'port': free_port()}, **change)
+    if second['port'] == 'SAME':
+        second['port'] = port
+        needle = needle % port
+    sessions = [{'id': 'a', 'port': port}, second]
+    result, failed = run_module(perftest.main, batch_server_args(tmp_path, sessions),
+                                bin_dir=str(tmp_path))
+    assert failed and needle in result['msg'] and result['error_class'] == 'invalid_options', result
+    assert 'servers' not in result and ours_running(tmp_path) == [] and list(tmp_path.glob('netval-*')) == []
+    assert port not in background.listening_ports()
+
+
+def test_server_batch_check_mode_starts_nothing(tmp_path):
+    make_stand_in(tmp_path)
+    sessions = [{'id': 'a', 'port': free_port()}, {'id': 'b', 'port': free_port()}]
+    result, failed = run_module(perftest.main, batch_server_args(tmp_path, sessions),
+                                bin_dir=str(tmp_path), check_mode=True)
+    assert not failed and result['changed'] is True
+    assert [entry['pid'] for entry in result['servers']] == [None, None]
+    assert [entry['argv'][-3:] for entry in result['servers']] == [['%d' % s['port'], '-F', '--standin=one-test'] for s in sessions]
+    assert ours_running(tmp_path) == [] and list(tmp_path.glob('netval-*')) == []
+
+
+def test_batch_stop_never_fails_even_on_malformed_sessions(tmp_path):
+    sessions = [{'id': 'gone', 'pid': 2 ** 22 + 77, 'start_time': 5}, {'id': 'bad', 'pid': 'not-a-pid'}, {'pid': os.getpid(), 'start_time': 1}]
+    result, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'wait_exit': 0,
+                                                'sessions': sessions})
+    assert not failed, result
+    assert [entry['id'] for entry in result['stops']] == ['gone', 'bad', None]
+    assert [entry['server_state'] for entry in result['stops']] == ['exited', 'unverified', 'pid_reused']
+    assert all(entry['stopped'] is True for entry in result['stops']) and result['changed'] is False
+    assert background.pid_alive(os.getpid())
