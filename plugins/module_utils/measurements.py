@@ -386,6 +386,27 @@ LINK_FLAP_EVENTS = (('down', 'link down'), ('up', 'link up'), ('cable_error', 'c
                     ('module_disabled', 'module disabled'))
 
 
+def batch_measurements(batch, servers_result, clients_result, peer=None):
+    """The measurements of one perftest batch (plan.perftest_batches) from its three module calls' results.
+
+    Each run is read from its client entry (by id) when its client ran, else from its server entry (a server that did
+    not start), else from the failed call itself (a missing tool fails the whole call): nothing planned is dropped.
+    """
+    servers = dict((e.get('id'), e) for e in (servers_result or {}).get('servers') or [] if isinstance(e, dict))
+    clients = dict((e.get('id'), e) for e in (clients_result or {}).get('clients') or [] if isinstance(e, dict))
+    found = []
+    for run in (batch or {}).get('runs') or []:
+        if run['id'] in clients:
+            found.extend(run_measurements(clients[run['id']], run, peer, 'client'))
+        elif run['id'] in servers and not servers[run['id']].get('pid'):
+            found.extend(run_measurements(servers[run['id']], run, peer, 'server'))
+        elif (servers_result or {}).get('failed') or not servers:
+            found.extend(run_measurements(servers_result or {}, run, peer, 'server'))
+        else:
+            found.extend(run_measurements(clients_result or {}, run, peer, 'client'))
+    return found
+
+
 def link_flap_findings(kernel_result):
     """Findings for link events (down/up, cable-module events) and AER errors seen in the kernel log during the tests."""
     findings = []

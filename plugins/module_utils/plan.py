@@ -262,15 +262,16 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     the subject of peer-link figures), node_address (the node's address on that link, where the peer's clients connect).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
-    perftest tests], expected: [{id, metric, subject, test, reason}], pairs: [...]}.  Subjects of node-scope figures
-    are the peer's address (iperf3, ping), 'all_reduce' (nccl) and 'all NICs', as the measurements name them.
+    perftest tests], batches: {perftest test name: [perftest_batches(...)]}, expected: [{id, metric, subject, test,
+    reason}], pairs: [...]}.  Subjects of node-scope figures are the peer's address (iperf3, ping), 'all_reduce' (nccl) and
+    'all NICs', as the measurements name them.
     """
     options = _options(options)
     tests_params = (profile or {}).get('tests') or {}
     pairs = hca_pairs(node_ports, peer_ports)
     ports = _Ports(options)
     iperf3_port = options['iperf3_port_base'] + options['slot']
-    plan = {'tests': [], 'runs': {}, 'perftest_tests': [], 'expected': [], 'pairs': pairs}
+    plan = {'tests': [], 'runs': {}, 'batches': {}, 'perftest_tests': [], 'expected': [], 'pairs': pairs}
     for entry in catalogue.enabled_tests(profile):
         if options['retest_only'] and (not entry['retest'] or (options['retest_tests'] and entry['name'] not in options['retest_tests'])):
             continue
@@ -289,7 +290,37 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
             runs = _plan_node_test(entry, params, pairs, options, iperf3_port, plan['expected'])
         plan['tests'].append(entry['name'])
         plan['runs'][entry['name']] = _with_server_deadlines(runs, options)
+        if entry['name'] in plan['perftest_tests']:
+            plan['batches'][entry['name']] = perftest_batches(plan['runs'][entry['name']])
     return plan
+
+
+SHARED_PERFTEST = ('tool', 'size', 'tx_depth', 'qps', 'duration', 'report_gbits')
+
+
+def perftest_batches(runs):
+    """One-HCA-at-a-time runs grouped so one module call starts every server on a box, one runs the clients in turn,
+    one stops the servers: {id, server_on, client_on, tool, size, tx_depth, qps, duration, report_gbits, runs,
+    servers: [perftest server sessions], clients: [perftest client sessions]} in run order."""
+    batches = []
+    for run in runs:
+        key = (run['server']['on'], run['client']['on']) + tuple(run.get(k) for k in SHARED_PERFTEST)
+        if not batches or batches[-1]['key'] != key:
+            batch = dict((k, run.get(k)) for k in SHARED_PERFTEST)
+            batch.update({'key': key, 'id': '%s:%d' % (run['test'], len(batches)), 'server_on': run['server']['on'],
+                          'client_on': run['client']['on'], 'runs': [], 'servers': [], 'clients': []})
+            batches.append(batch)
+        batch = batches[-1]
+        batch['runs'].append(run)
+        server, client = run['server'], run['client']
+        batch['servers'].append({'id': run['id'], 'device': server['device'], 'ib_port': server['ib_port'], 'port': run['port'],
+                                 'gid_index': server['gid_index'], 'use_cuda': server['use_cuda'], 'timeout': run['server_timeout']})
+        batch['clients'].append({'id': run['id'], 'server': client['connect_to'], 'device': client['device'],
+                                 'ib_port': client['ib_port'], 'port': run['port'], 'gid_index': client['gid_index'],
+                                 'use_cuda': client['use_cuda'], 'timeout': run['timeout']})
+    for batch in batches:
+        del batch['key']
+    return batches
 
 
 def _with_server_deadlines(runs, options):

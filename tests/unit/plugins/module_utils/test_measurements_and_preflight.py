@@ -199,3 +199,23 @@ def test_a_failure_the_module_pins_on_its_host_is_the_nodes_only_on_the_node():
     on_node, = measurements.run_measurements(failed, run, end='server')
     assert (on_peer['error_side'], on_node['error_side']) == ('ours', 'node')
     assert measurements.run_measurements(failed, run_of('iperf3', 'iperf3_gbps'), end='peer')[0]['error_side'] == 'ours'
+
+
+def test_a_batch_reads_each_run_from_its_client_its_failed_server_or_the_failed_call():
+    text = fixtures.shared(SUPERBENCH)
+    runs = [run_of('ib_send_bw', 'ib_send_bw_gbs', id='ib_send_bw_gbs:mlx5_%d' % i, subject='mlx5_%d' % i,
+                   server={'on': 'node'}, client={'on': 'peer'}) for i in range(3)]
+    batch = {'runs': runs}
+    servers = {'servers': [{'id': runs[0]['id'], 'pid': 10}, {'id': runs[1]['id'], 'pid': None, 'failed': True, 'msg': 'port busy',
+                                                                'error_class': 'port_in_use', 'error_side': 'ours'},
+                           {'id': runs[2]['id'], 'pid': 12}]}
+    clients = {'clients': [dict(perftest_result(text), id=runs[0]['id']),
+                           {'id': runs[2]['id'], 'failed': True, 'msg': 'no RDMA device', 'error_class': 'no_rdma_device',
+                            'error_side': 'host', 'stdout': ''}]}
+    found = measurements.batch_measurements(batch, servers, clients, 'peer01')
+    assert [m['id'] for m in found] == [r['id'] for r in runs]
+    assert found[0]['value'] > 25 and found[1]['error_class'] == 'port_in_use' and found[1]['value'] is None
+    assert found[2]['error_side'] == 'ours'  # the client ran on the peer: its host's fault is ours, not the node's
+    whole = measurements.batch_measurements(batch, {'failed': True, 'msg': "tool 'ib_send_bw' not found", 'error_class': 'tool_missing',
+                                                    'error_side': 'ours'}, {}, 'peer01')
+    assert len(whole) == 3 and all(m['error_class'] == 'tool_missing' for m in whole)

@@ -166,3 +166,19 @@ def test_the_node_receives_by_default_and_the_reverse_is_an_option():
 def test_a_retest_plan_can_be_narrowed_to_the_rejected_tests():
     made = plan_400g(retest_only=True, retest_tests=['gdr'])
     assert made['tests'] == ['gdr'] and {e['metric'] for e in made['expected']} == {'gdr_bw_gbs'}
+
+
+def test_one_hca_at_a_time_runs_are_batched_per_box_pair_with_the_perftest_session_keys():
+    made = plan_400g()
+    batch, = made['batches']['ib_send_bw']
+    assert (batch['server_on'], batch['client_on'], batch['tool'], batch['tx_depth']) == ('node', 'peer', 'ib_send_bw', 128)
+    assert [s['id'] for s in batch['servers']] == [r['id'] for r in made['runs']['ib_send_bw']]
+    assert set(batch['servers'][0]) == {'id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'}
+    assert set(batch['clients'][0]) == {'id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'}
+    assert batch['clients'][0]['server'] == 'node' and batch['servers'][0]['timeout'] == made['runs']['ib_send_bw'][0]['server_timeout']
+    gdr, = made['batches']['gdr']
+    assert [s['use_cuda'] for s in gdr['servers']] == [r['use_cuda'] for r in made['runs']['gdr']]
+    send_too = dict(TIERS['400G']['tests']['ib_send_bw'], directions=['send', 'receive'])
+    both = plan.tier_test_plan(dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=send_too)),
+                               live_ports(2), live_ports(2), [], {})
+    assert [(b['server_on'], len(b['runs'])) for b in both['batches']['ib_send_bw']] == [('node', 1), ('peer', 1), ('node', 1), ('peer', 1)]
