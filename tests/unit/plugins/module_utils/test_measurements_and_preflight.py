@@ -206,9 +206,8 @@ def test_a_batch_reads_each_run_from_its_client_its_failed_server_or_the_failed_
     runs = [run_of('ib_send_bw', 'ib_send_bw_gbs', id='ib_send_bw_gbs:mlx5_%d' % i, subject='mlx5_%d' % i,
                    server={'on': 'node'}, client={'on': 'peer'}) for i in range(3)]
     batch = {'runs': runs}
-    servers = {'servers': [{'id': runs[0]['id'], 'pid': 10}, {'id': runs[1]['id'], 'pid': None, 'failed': True, 'msg': 'port busy',
-                                                                'error_class': 'port_in_use', 'error_side': 'ours'},
-                           {'id': runs[2]['id'], 'pid': 12}]}
+    busy = {'id': runs[1]['id'], 'pid': None, 'failed': True, 'msg': 'port busy', 'error_class': 'port_in_use', 'error_side': 'ours'}
+    servers = {'servers': [{'id': runs[0]['id'], 'pid': 10}, busy, {'id': runs[2]['id'], 'pid': 12}]}
     clients = {'clients': [dict(perftest_result(text), id=runs[0]['id']),
                            {'id': runs[2]['id'], 'failed': True, 'msg': 'no RDMA device', 'error_class': 'no_rdma_device',
                             'error_side': 'host', 'stdout': ''}]}
