@@ -32,7 +32,6 @@ A metric entry:
     field       for perftest bandwidth: the parsed row field holding the figure
     family      rdma_bw (per-HCA host-memory RDMA), gdr_bw, rdma_lat, tcp, aggregate_bw, pause, ping, nccl, gpu_diag
     graded_by   'threshold' (the profile's threshold) or 'tool' (the tool grades itself: dcgmi pass/warn/fail)
-    per         what one figure is of: hca, node, netdev, gpu_test
 
 Pure data and lookups; no Ansible import.
 """
@@ -45,19 +44,18 @@ SCOPE_HCA = 'hca'
 SCOPE_GPU_NIC = 'gpu_nic'
 SCOPE_FIRST_HCA = 'first_hca'
 SCOPE_ALL_HCAS = 'all_hcas'
-SCOPES = (SCOPE_NODE, SCOPE_HCA, SCOPE_GPU_NIC, SCOPE_FIRST_HCA, SCOPE_ALL_HCAS)
 
 PORTS_PERFTEST = 'perftest'
 PORTS_IPERF3 = 'iperf3'
 
 
-def _test(name, module, scope, metrics, tool=None, needs_peer=True, retest=False, ports=None, use_cuda=False):
+def _test(name, module, scope, metrics, tool=None, needs_peer=True, retest=False, ports=None):
     return {'name': name, 'module': module, 'tool': tool, 'scope': scope, 'needs_peer': needs_peer, 'retest': retest,
-            'ports': ports, 'use_cuda': use_cuda, 'metrics': tuple(metrics)}
+            'ports': ports, 'metrics': tuple(metrics)}
 
 
-def _metric(unit, label, reads, family, field=None, graded_by='threshold', per='node'):
-    return {'unit': unit, 'label': label, 'reads': reads, 'family': family, 'field': field, 'graded_by': graded_by, 'per': per}
+def _metric(unit, label, reads, family, field=None, graded_by='threshold'):
+    return {'unit': unit, 'label': label, 'reads': reads, 'family': family, 'field': field, 'graded_by': graded_by}
 
 
 # In the order a node runs them: cheap reachability first, the sustained all-NIC test late,
@@ -68,7 +66,7 @@ TESTS = (
     _test('ib_send_bw', 'perftest', SCOPE_HCA, ['ib_send_bw_gbs'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
     _test('ib_write_bw', 'perftest', SCOPE_HCA, ['ib_write_bw_gbps'], tool='ib_write_bw', retest=True, ports=PORTS_PERFTEST),
     _test('ib_read_bw', 'perftest', SCOPE_HCA, ['ib_read_bw_gbs'], tool='ib_read_bw', retest=True, ports=PORTS_PERFTEST),
-    _test('gdr', 'perftest', SCOPE_GPU_NIC, ['gdr_bw_gbs'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST, use_cuda=True),
+    _test('gdr', 'perftest', SCOPE_GPU_NIC, ['gdr_bw_gbs'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
     _test('ib_write_lat', 'perftest', SCOPE_FIRST_HCA, ['ib_write_lat_us'], tool='ib_write_lat', retest=True, ports=PORTS_PERFTEST),
     _test('all_nics', 'perftest', SCOPE_ALL_HCAS, ['all_nics_gbs', 'pause_per_s'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
     _test('nccl', 'nccl_tests', SCOPE_NODE, ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong']),
@@ -79,18 +77,18 @@ METRICS = {
     'jumbo_ping_loss_pct': _metric('%', 'jumbo-frame ping loss', 'ping_loss', 'ping'),
     'jumbo_ping_rtt_ms': _metric('ms', 'jumbo-frame ping round trip', 'ping_rtt', 'ping'),
     'iperf3_gbps': _metric('Gb/s', 'iperf3 multi-stream TCP', 'iperf3', 'tcp'),
-    'ib_send_bw_gbs': _metric('GB/s', 'ib_send_bw per HCA', 'perftest_bw', 'rdma_bw', field='bw_avg_gbytes_s', per='hca'),
-    'ib_write_bw_gbps': _metric('Gb/s', 'ib_write_bw per rail', 'perftest_bw', 'rdma_bw', field='bw_avg_gbps', per='hca'),
-    'ib_read_bw_gbs': _metric('GB/s', 'ib_read_bw per HCA', 'perftest_bw', 'rdma_bw', field='bw_avg_gbytes_s', per='hca'),
+    'ib_send_bw_gbs': _metric('GB/s', 'ib_send_bw per HCA', 'perftest_bw', 'rdma_bw', field='bw_avg_gbytes_s'),
+    'ib_write_bw_gbps': _metric('Gb/s', 'ib_write_bw per rail', 'perftest_bw', 'rdma_bw', field='bw_avg_gbps'),
+    'ib_read_bw_gbs': _metric('GB/s', 'ib_read_bw per HCA', 'perftest_bw', 'rdma_bw', field='bw_avg_gbytes_s'),
     'gdr_bw_gbs': _metric('GB/s', 'GPUDirect RDMA (ib_send_bw --use_cuda) per NIC and its NUMA-local GPU', 'perftest_bw', 'gdr_bw',
-                          field='bw_avg_gbytes_s', per='hca'),
-    'ib_write_lat_us': _metric('us', 'ib_write_lat typical latency', 'perftest_lat', 'rdma_lat', per='hca'),
+                          field='bw_avg_gbytes_s'),
+    'ib_write_lat_us': _metric('us', 'ib_write_lat typical latency', 'perftest_lat', 'rdma_lat'),
     'all_nics_gbs': _metric('GB/s', 'aggregate RDMA throughput with every NIC running at once', 'aggregate_bw', 'aggregate_bw'),
-    'pause_per_s': _metric('/s', 'pause/PFC frame rate during the sustained test', 'pause_rate', 'pause', per='netdev'),
+    'pause_per_s': _metric('/s', 'pause/PFC frame rate during the sustained test', 'pause_rate', 'pause'),
     'nccl_busbw_gbs': _metric('GB/s', 'nccl-tests all_reduce bus bandwidth', 'nccl', 'nccl'),
     'nccl_small_allreduce_us': _metric('us', 'nccl-tests small-message all_reduce time', 'nccl', 'nccl'),
     'nccl_wrong': _metric('errors', 'nccl-tests #wrong', 'nccl', 'nccl'),
-    'dcgmi_diag': _metric('pass/warn/fail', 'dcgmi diag', 'dcgmi', 'gpu_diag', graded_by='tool', per='gpu_test'),
+    'dcgmi_diag': _metric('pass/warn/fail', 'dcgmi diag', 'dcgmi', 'gpu_diag', graded_by='tool'),
 }
 
 _TESTS_BY_NAME = dict((entry['name'], entry) for entry in TESTS)
@@ -135,6 +133,12 @@ def label(name):
     """How a metric reads in prose; the metric's own name for one the catalogue does not know."""
     entry = METRICS.get(name)
     return entry['label'] if entry else name
+
+
+def family(name):
+    """The family of a metric (rdma_bw, gdr_bw, ...), None for a name the catalogue does not know (nccl_transport)."""
+    entry = METRICS.get(name)
+    return entry['family'] if entry else None
 
 
 def metrics_in_family(family):

@@ -87,8 +87,7 @@ def _is_number(value):
 
 
 def _family(test):
-    entry = catalogue.METRICS.get(test.get('metric'))
-    return entry['family'] if entry else None
+    return catalogue.family(test.get('metric'))
 
 
 def _charted(test):

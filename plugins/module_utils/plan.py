@@ -232,7 +232,7 @@ def _plan_node_test(entry, params, pairs, options, iperf3_port, expected):
            'duration': duration, 'timeout': _timeout(module, duration, params, options), 'peer_address': options['peer_address'],
            'subject': NODE_SUBJECTS.get(module, options['peer_address'])}
     run.update(dict((k, v) for k, v in params.items() if k not in ('enabled', 'ungraded', 'duration', 'directions')))
-    if module == 'iperf3':
+    if entry['ports'] == catalogue.PORTS_IPERF3:
         # One server on the node; the peer's client runs once per direction (-R makes the node send).
         ways = []
         for direction in directions(params, entry['name']):

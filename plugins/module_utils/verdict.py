@@ -191,12 +191,6 @@ def _fmt(value):
 # Grading
 
 
-def family_of(metric):
-    """The catalogue family of a metric (rdma_bw, gdr_bw, ...), None for a name the catalogue does not know."""
-    entry = catalogue.METRICS.get(metric)
-    return entry['family'] if entry else None
-
-
 def _finite(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -359,7 +353,7 @@ class Results(object):
         return [f for f in self.findings if f.get('check') in checks and f.get('status') in statuses]
 
     def tests_of(self, families, statuses=BAD):
-        return [t for t in self.tests if family_of(t.get('metric')) in families and t.get('status') in statuses]
+        return [t for t in self.tests if catalogue.family(t.get('metric')) in families and t.get('status') in statuses]
 
     def figures(self, families):
         """Graded figures (a value, a healthy/marginal/reject status) of the given families."""
@@ -374,8 +368,8 @@ class Results(object):
         found = [t for t in self.tests_of(THROUGHPUT_FAMILIES) if t.get('metric') != NCCL_WRONG]
         if subjects is None:
             return found
-        return [t for t in found if family_of(t.get('metric')) in ('aggregate_bw', 'nccl')
-                or (family_of(t.get('metric')) == 'gdr_bw' and t.get('subject') in subjects)]
+        return [t for t in found if catalogue.family(t.get('metric')) in ('aggregate_bw', 'nccl')
+                or (catalogue.family(t.get('metric')) == 'gdr_bw' and t.get('subject') in subjects)]
 
 
 CauseRule = namedtuple('CauseRule', 'cause condition keys find')

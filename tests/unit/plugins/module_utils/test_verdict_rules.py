@@ -276,7 +276,7 @@ def test_rules_use_the_catalogue_families():
         assert catalogue.metrics_in_family(family), family
     # A new per-HCA RDMA metric of the rdma_bw family is read by the same rules without a code change.
     for metric in catalogue.metrics_in_family('rdma_bw'):
-        assert verdict.family_of(metric) == 'rdma_bw'
+        assert catalogue.family(metric) == 'rdma_bw'
 
 
 def test_dcgmi_fail_all_names_the_test_and_every_gpu():
