@@ -180,6 +180,7 @@ def build(lab, profile, hardware, node_profiles=None):
     for host in lab['order']:
         netns.create_namespace(host)
         netns.add_mgmt_link(host, lab['hosts'][host]['mgmt_ip'])
+        netns.add_docker_bridge(host)
     for link in lab['links']:
         netns.add_fabric_link(link)
     for host in lab['order']:

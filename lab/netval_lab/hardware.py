@@ -488,8 +488,18 @@ def render_interrupts(root, state):
     atomic_write(os.path.join(root, 'interrupts'), '\n'.join(rows) + '\n')
 
 
-def write_wrappers(bin_dir, node_dir):
+def write_wrappers(bin_dir, node_dir, missing=()):
+    unknown = sorted(set(missing) - set(TOOLS))
+    if unknown:
+        raise ValueError('tools_missing: %s not among the emulated tools (%s)' % (', '.join(unknown), ', '.join(TOOLS)))
+    for tool in missing:
+        try:
+            os.unlink(os.path.join(bin_dir, tool))
+        except OSError:
+            pass
     for tool in TOOLS:
+        if tool in missing:
+            continue
         script = ('#!/bin/sh\n'
                   '# netval lab: emulated %s (reads %s/state.json)\n'
                   ': "${NETVAL_LAB_NODE_DIR:=%s}"\n'
@@ -513,7 +523,7 @@ def materialize(profile, host, role, node_dir, lab_info=None):
     state['node_dir'] = node_dir
     atomic_write(os.path.join(node_dir, 'state.base.json'), json.dumps(state, indent=1, sort_keys=True) + '\n')
     write_state(node_dir, state)
-    write_wrappers(os.path.join(node_dir, 'bin'), node_dir)
+    write_wrappers(os.path.join(node_dir, 'bin'), node_dir, state['host_hw'].get('tools_missing') or ())
     kernel_log = os.path.join(node_dir, 'log', 'kernel.log')
     if not os.path.exists(kernel_log):
         atomic_write(kernel_log, '')

@@ -136,6 +136,23 @@ def add_mgmt_link(host, address):
     ipn(host, 'link', 'set', 'dev', 'mgmt0', 'up')
 
 
+# The two-box RoCE pair's docker0 trap: Docker gives every host the same 172.17.0.1/16 bridge, so
+# Open MPI's out-of-band layer, left to choose, sees an overlapping subnet on both ends and takes the
+# peers for directly reachable over it.  Every lab host gets one, as a fleet's hosts do.
+DOCKER_BRIDGE = 'docker0'
+DOCKER_ADDRESS = '172.17.0.1/16'
+
+
+def add_docker_bridge(host):
+    """An empty docker0 bridge (172.17.0.1/16, admin up, no carrier) inside the host's namespace."""
+    if not link_exists(DOCKER_BRIDGE, host):
+        ipn(host, 'link', 'add', 'name', DOCKER_BRIDGE, 'type', 'bridge')
+    proc = ipn(host, '-o', 'addr', 'show', 'dev', DOCKER_BRIDGE)
+    if ' %s ' % DOCKER_ADDRESS not in proc.stdout:
+        ipn(host, 'addr', 'add', DOCKER_ADDRESS, 'dev', DOCKER_BRIDGE)
+    ipn(host, 'link', 'set', 'dev', DOCKER_BRIDGE, 'up')
+
+
 def add_fabric_link(link):
     """One rail: fab-<peer> in the node <-> fab-<node> in the peer, MTU 9000, /30 addresses."""
     node, peer = link['node'], link['peer']
@@ -481,9 +498,10 @@ def start_flap(link, nic, down_s=2.0, period_s=5.0):
 
 
 def log_kernel_event(path, pci, netdev, message):
-    """Append one kernel event: '<epoch seconds> mlx5_core <pci> <netdev>: <message>'."""
+    """Append one kernel event: '<epoch seconds> mlx5_core <pci>[ <netdev>]: <message>' (module events name no netdev)."""
+    device = '%s %s' % (pci, netdev) if netdev else pci
     with open(path, 'a', encoding='utf-8') as handle:
-        handle.write('%.6f mlx5_core %s %s: %s\n' % (time.time(), pci, netdev, message))
+        handle.write('%.6f mlx5_core %s: %s\n' % (time.time(), device, message))
 
 
 class _Stop(Exception):
@@ -496,9 +514,13 @@ def flap_loop(host, ifname, events, pci, netdev, down_s, period_s):
     signal.signal(signal.SIGTERM, _stop)
     try:
         while True:
+            # What a bad cable or transceiver logs (the runbook's "Link flaps during validation").
+            log_kernel_event(events, pci, None, 'Port module event[error]: module 0, Cable error, Bus stuck(I2C or data shorted)')
+            log_kernel_event(events, pci, None, 'Port module event[unplugged]: module 0')
             set_link(host, ifname, False)
             log_kernel_event(events, pci, netdev, 'Link down')
             time.sleep(down_s)
+            log_kernel_event(events, pci, None, 'Port module event[plugged_enabled]: module 0')
             set_link(host, ifname, True)
             log_kernel_event(events, pci, netdev, 'Link up')
             time.sleep(max(period_s - down_s, 0.5))

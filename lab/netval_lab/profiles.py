@@ -71,6 +71,8 @@ HOST_SPEC = {
     'cmdline': [str], 'hugepages_total': int, 'hugepagesz': Enum('2M', '1G'), 'governor': str,
     'no_turbo': bool, 'memlock': (int, str), 'modules': [str], 'cpus': int, 'numa_nodes': int,
     'mem_total_kb': int, 'kernel_lines': [str], 'kernel_version': str, 'iommu': str,
+    # Emulated tools this box does not have installed (e.g. dcgmi): their wrappers are left out of bin/.
+    'tools_missing': [str],
 }
 
 NCCL_SPEC = {

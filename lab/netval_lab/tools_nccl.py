@@ -3,9 +3,12 @@
 Part of the netval lab's emulated tools (see tools.py); standard library only.
 """
 
+import ipaddress
+import json
 import os
 import random
 import re
+import subprocess
 import sys
 
 from netval_lab.tool_common import ToolExit, out
@@ -20,7 +23,7 @@ REDOPS = {'all_reduce_perf': 'sum', 'reduce_scatter_perf': 'sum', 'reduce_perf':
 
 
 def _mpirun_args(args):
-    opts = {'np': None, 'hosts': [], 'env': {}, 'hostfile': None}
+    opts = {'np': None, 'hosts': [], 'env': {}, 'hostfile': None, 'mca': {}}
     index = 0
     while index < len(args):
         arg = args[index]
@@ -39,6 +42,9 @@ def _mpirun_args(args):
             opts['env'][key] = value if _sep else os.environ.get(key, '')
             index += 2
         elif arg in ('--mca', '-mca', '--gmca'):
+            if nxt is None or index + 2 >= len(args):
+                raise ToolExit(1, 'mpirun: Error: option "%s" needs a parameter name and a value\n' % arg)
+            opts['mca'][nxt] = args[index + 2]
             index += 3
         elif arg in ('--bind-to', '--map-by', '--rank-by', '-N', '--npernode', '--prefix', '--wdir', '-wdir'):
             index += 2
@@ -110,9 +116,82 @@ def tool_mpirun(state, args):
                          'available for use.\n'
                          '--------------------------------------------------------------------------\n' % (np_, program[0]))
         return 1
+    oob_error = _oob_interface_error(state, opts['mca'], slots[:np_])
+    if oob_error:
+        sys.stderr.write(oob_error)
+        return 1
     env = dict((key, value) for key, value in os.environ.items() if key.startswith('NCCL_'))
     env.update(opts['env'])
     return run_nccl_test(state, binary, program[1:], slots[:np_], env)
+
+
+def _ipv4_interfaces():
+    """[(ifname, address, network)] of the admin-up IPv4 interfaces of this namespace, loopback left out."""
+    try:
+        proc = subprocess.run(['ip', '-j', '-4', 'addr', 'show'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              universal_newlines=True, timeout=10, check=False)
+        links = json.loads(proc.stdout or '[]')
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return []
+    found = []
+    for link in links:
+        if link.get('ifname') == 'lo' or 'UP' not in (link.get('flags') or []):
+            continue
+        for addr in link.get('addr_info') or []:
+            if addr.get('family') == 'inet' and addr.get('local'):
+                found.append((link['ifname'], addr['local'], ipaddress.ip_network('%s/%s' % (addr['local'], addr['prefixlen']), strict=False)))
+    return found
+
+
+def _selected(interfaces, include, exclude):
+    """Open MPI's *_if_include / *_if_exclude: comma-separated interface names or CIDR subnets."""
+    def matches(entry, item):
+        ifname, address, _network = entry
+        if '/' in item:
+            try:
+                return ipaddress.ip_address(address) in ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                return False
+        return ifname == item
+    if include:
+        items = [i.strip() for i in include.split(',') if i.strip()]
+        return [e for e in interfaces if any(matches(e, i) for i in items)]
+    items = [i.strip() for i in (exclude or '').split(',') if i.strip()]
+    return [e for e in interfaces if not any(matches(e, i) for i in items)]
+
+
+def _oob_interface_error(state, mca, ranks_hosts):
+    """What Open MPI's TCP out-of-band layer does with this namespace's interfaces, as text on stderr (None: fine).
+
+    Unpinned, with the same docker0 subnet (172.17.0.1/16) on every host, it takes the peers for directly
+    reachable over docker0 and the job dies (the two-box RoCE pair field report); pinned with
+    oob_tcp_if_include / btl_tcp_if_include to a subnet no interface has, it finds nothing to use.
+    """
+    if len(set(ranks_hosts)) < 2:
+        return None
+    interfaces = _ipv4_interfaces()
+    for key in ('oob_tcp_if_include', 'btl_tcp_if_include'):
+        if mca.get(key) and not _selected(interfaces, mca[key], None):
+            return ('--------------------------------------------------------------------------\n'
+                    'None of the TCP networks specified to be included for out-of-band communications\n'
+                    'could be found:\n\n  Value given: %s\n\nPlease revise the specification and try again.\n'
+                    '--------------------------------------------------------------------------\n' % mca[key])
+    chosen = _selected(interfaces, mca.get('oob_tcp_if_include'), mca.get('oob_tcp_if_exclude'))
+    docker = [e for e in chosen if e[0].startswith('docker')]
+    if docker:
+        return ('[%s:%05d] [[%d,0],1] tcp_peer_recv_connect_ack: received unexpected process identifier [[%d,0],0] from %s\n'
+                '--------------------------------------------------------------------------\n'
+                'ORTE has lost communication with a remote daemon.\n\n  HNP daemon   : [[%d,0],0] on node %s\n'
+                '  Remote daemon: [[%d,0],1] on node %s\n\nThis is usually due to either a failure of the TCP network\n'
+                'connection to the node, or possibly an internal failure of\nthe daemon itself. We cannot recover from this failure,\n'
+                'and therefore will terminate the job.\n'
+                '(netval lab: %s %s is on every host, so Open MPI could not find a corresponding process entry for that peer;\n'
+                ' pin it with --mca oob_tcp_if_include <fabric subnet> --mca btl_tcp_if_include <fabric subnet>)\n'
+                '--------------------------------------------------------------------------\n'
+                % (state['host'], os.getpid() % 100000, 4242, 4242, docker[0][1], 4242, state['host'], 4242,
+                   sorted(set(ranks_hosts) - {state['host']})[0] if set(ranks_hosts) - {state['host']} else ranks_hosts[-1],
+                   docker[0][0], docker[0][2]))
+    return None
 
 
 def tool_nccl_perf(state, binary, args):

@@ -386,25 +386,46 @@ LINK_FLAP_EVENTS = (('down', 'link down'), ('up', 'link up'), ('cable_error', 'c
                     ('module_disabled', 'module disabled'))
 
 
+def _session_entry(run, servers, clients, servers_result, clients_result):
+    """The result a planned session is read from: its client entry, else its server entry when that server did not start,
+    else the failed call itself."""
+    if run['id'] in clients:
+        return clients[run['id']], 'client'
+    if run['id'] in servers and not servers[run['id']].get('pid'):
+        return servers[run['id']], 'server'
+    if (servers_result or {}).get('failed') or not servers:
+        return servers_result or {}, 'server'
+    return clients_result or {}, 'client'
+
+
+def _entries_by_id(result, key):
+    return dict((e.get('id'), e) for e in (result or {}).get(key) or [] if isinstance(e, dict))
+
+
 def batch_measurements(batch, servers_result, clients_result, peer=None):
     """The measurements of one perftest batch (plan.perftest_batches) from its three module calls' results.
 
     Each run is read from its client entry (by id) when its client ran, else from its server entry (a server that did
     not start), else from the failed call itself (a missing tool fails the whole call): nothing planned is dropped.
     """
-    servers = dict((e.get('id'), e) for e in (servers_result or {}).get('servers') or [] if isinstance(e, dict))
-    clients = dict((e.get('id'), e) for e in (clients_result or {}).get('clients') or [] if isinstance(e, dict))
+    servers, clients = _entries_by_id(servers_result, 'servers'), _entries_by_id(clients_result, 'clients')
     found = []
     for run in (batch or {}).get('runs') or []:
-        if run['id'] in clients:
-            found.extend(run_measurements(clients[run['id']], run, peer, 'client'))
-        elif run['id'] in servers and not servers[run['id']].get('pid'):
-            found.extend(run_measurements(servers[run['id']], run, peer, 'server'))
-        elif (servers_result or {}).get('failed') or not servers:
-            found.extend(run_measurements(servers_result or {}, run, peer, 'server'))
-        else:
-            found.extend(run_measurements(clients_result or {}, run, peer, 'client'))
+        result, end = _session_entry(run, servers, clients, servers_result, clients_result)
+        found.extend(run_measurements(result, run, peer, end))
     return found
+
+
+def all_nics_measurements(run, servers_result, clients_result, before=None, after=None, peer=None):
+    """The aggregate and pause-rate figures of the all-NICs run from its batch's three calls (the clients run at once)
+    and the node's counter snapshots before and after; a session that failed is named in the aggregate's error."""
+    batch = (run or {}).get('batch') or {}
+    servers, clients = _entries_by_id(servers_result, 'servers'), _entries_by_id(clients_result, 'clients')
+    sessions = []
+    for session in batch.get('runs') or []:
+        result, _end = _session_entry(session, servers, clients, servers_result, clients_result)
+        sessions.append(dict(result, device=session['client']['device']))
+    return run_measurements({'clients': sessions, 'before': before or {}, 'after': after or {}}, run, peer)
 
 
 def link_flap_findings(kernel_result):

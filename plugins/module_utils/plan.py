@@ -292,6 +292,9 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
         plan['runs'][entry['name']] = _with_server_deadlines(runs, options)
         if entry['name'] in plan['perftest_tests']:
             plan['batches'][entry['name']] = perftest_batches(plan['runs'][entry['name']])
+        elif entry['scope'] == catalogue.SCOPE_ALL_HCAS and runs:
+            # Every server started in one call, every client at once in one call, every server stopped in one call.
+            runs[0]['batch'] = perftest_batches(runs[0]['clients'])[0]
     return plan
 
 

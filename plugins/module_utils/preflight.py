@@ -485,10 +485,20 @@ def _version(text):
     return tuple(int(part) for part in re.findall(r'\d+', str(text or '')))
 
 
-def check_firmware(firmware, profile):
+def _rdma_names(rdma):
+    """PCI address (lower case) -> RDMA device name, from rdma_info's devices."""
+    names = {}
+    for name, info in ((rdma or {}).get('devices') or {}).items():
+        if info.get('pci_address'):
+            names.setdefault(str(info['pci_address']).lower(), name)
+    return names
+
+
+def check_firmware(firmware, profile, rdma=None):
     """Each NIC at or above its model's minimum firmware (contract data, by PSID or part number); one version per model."""
     minimum = _spec(profile, 'firmware_min_version')
     uniform = _spec(profile, 'firmware_uniform')
+    names = _rdma_names(rdma)
     findings = []
     by_model = {}
     for device, info in sorted(((firmware or {}).get('devices') or {}).items()):
@@ -498,19 +508,30 @@ def check_firmware(firmware, profile):
         model = fw.get('psid') or fw.get('part_number')
         if not version or not model:
             continue
-        by_model.setdefault(model, []).append((device, version))
+        label = '%s (%s)' % (names[device.lower()], device) if device.lower() in names else device
+        by_model.setdefault(model, []).append((label, version))
         versions = (minimum or {}).get('versions') or {}
         floor = versions.get(fw.get('psid')) or versions.get(fw.get('part_number'))
         if floor:
             status = HEALTHY if _version(version) >= _version(floor) else minimum['severity']
             findings.append(finding('firmware_min_version', device, status, '>= %s' % floor, version,
-                                    '%s (%s) runs firmware %s, the contract needs %s or later' % (device, model, version, floor)))
+                                    '%s (%s) runs firmware %s, the contract needs %s or later' % (label, model, version, floor)))
     for model, devices in sorted(by_model.items()) if uniform else []:
         seen = sorted(set(version for _device, version in devices), key=_version)
         findings.append(finding('firmware_uniform', model, HEALTHY if len(seen) == 1 else uniform['severity'], 'one version',
-                                ', '.join(seen), 'NICs of model %s run firmware %s' % (
-                                    model, ', '.join('%s %s' % pair for pair in devices) if len(seen) > 1 else seen[0])))
+                                ', '.join(seen), _uniform_detail(model, devices, seen)))
     return findings
+
+
+def _uniform_detail(model, devices, seen):
+    """One version: say it; several: name the odd ones out first (the NICs to flash), then the majority."""
+    if len(seen) == 1:
+        return 'NICs of model %s run firmware %s' % (model, seen[0])
+    count = dict((version, sum(1 for _d, v in devices if v == version)) for version in seen)
+    majority = max(seen, key=lambda version: (count[version], _version(version)))
+    odd = ['%s runs %s' % (label, version) for label, version in devices if version != majority]
+    return 'NICs of model %s do not run one firmware: %s, while the other %d run %s' % (
+        model, ', '.join(odd), count[majority], majority)
 
 
 def check_nic_tuning(nic, firmware, profile):
@@ -572,7 +593,7 @@ def preflight_findings(facts, profile):
     findings += check_host(facts.get('host'), profile)
     findings += check_hugepages_cmdline(facts.get('host'), profile)
     findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile)
-    findings += check_firmware(facts.get('firmware'), profile)
+    findings += check_firmware(facts.get('firmware'), profile, facts.get('rdma'))
     findings += check_gpu_memory(facts.get('gpu'), profile)
     findings += check_memlock(facts.get('host'), profile)
     findings += check_roce_gids(facts.get('rdma'), profile)

@@ -35,6 +35,12 @@ options:
     description: Root of the sysfs tree used to discover netdevs (tests point this at a fixture tree).
     type: path
     default: /sys
+  settings:
+    description:
+      - Read the link settings, driver, rings, channels and pause settings (C(ethtool DEV), C(-i), C(-g), C(-l), C(-a)).
+      - C(false) with O(counters=true) reads only the counters, one ethtool call per netdev: the cheap snapshot around a sustained test.
+    type: bool
+    default: true
   counters:
     description: Also run C(ethtool -S) and return the counters with a C(timestamp) (seconds since the epoch).
     type: bool
@@ -159,6 +165,7 @@ def main():
             include=dict(type='list', elements='str', default=[]),
             sysfs_root=dict(type='path', default='/sys'),
             counters=dict(type='bool', default=False),
+            settings=dict(type='bool', default=True),
             features=dict(type='bool', default=False),
             timeout=dict(type='int', default=15),
         ),
@@ -167,6 +174,8 @@ def main():
     params = module.params
     problems = checks.control_characters(params)
     problems.append(checks.check_timeout('timeout', params['timeout'], maximum=600))
+    if not (params['settings'] or params['counters'] or params['features']):
+        problems.append('settings, counters and features are all false: nothing to read')
     checks.fail_if_invalid(module, 'nic_info', checks.problems_of(problems))
     rdma_of = {}
     if params['netdevs'] is None:
@@ -179,7 +188,7 @@ def main():
             netdevs.append(name)
     checks.fail_if_invalid(module, 'nic_info', checks.problems_of(checks.check_netdev('netdev', name) for name in netdevs))
 
-    sections = list(SECTIONS)
+    sections = list(SECTIONS) if params['settings'] else []
     if params['features']:
         sections.append(('features', '-k', ethtool.parse_ethtool_features))
     if params['counters']:

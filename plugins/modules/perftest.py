@@ -175,12 +175,20 @@ options:
         ignored, so the RV(servers) entries of the start can be passed back as they are. Every server is stopped and RV(stops)
         lists what each stop found; like a single stop, this never fails the host (a malformed key is warned about and left out).
       - With O(role=client), the keys are C(id), C(server), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda) and C(timeout);
-        the clients run one after the other, never at once, each under its own hard timeout, and RV(clients) lists them.
+        the clients run one after the other (or all at once with O(concurrent)), each under its own hard timeout, and RV(clients)
+        lists them.
       - Every session is checked before anything runs; an invalid one fails the call, the message naming C(sessions[i].key).
         Otherwise a failed session does not fail the call; its entry carries its own msg and failure shape.
       - The tool must be installed on the host (a missing tool fails the call, as in the single form).
     type: list
     elements: dict
+  concurrent:
+    description:
+      - With O(sessions) and O(role=client), start every client at the same moment and wait for all of them (the sustained test with
+        every HCA at once); by default the clients run one after the other, so that one HCA's figure is never shared with another's.
+      - Each client keeps its own hard timeout; RV(clients) still lists them in the order of O(sessions).
+    type: bool
+    default: false
 notes:
   - Supports check mode; a client reports the command it would run and runs nothing, a server starts or stops nothing.
   - Run the server on the known-good peer and the client on the node under test, and always stop the server afterwards (see the examples),
@@ -455,6 +463,7 @@ clients:
             "error_class": null, "error_hint": null, "error_side": null, "msg": null, "failed": false}]
 '''
 
+import concurrent.futures
 import os
 import re
 
@@ -552,6 +561,8 @@ def shared_problems(module):
     problems = checks.control_characters(params)
     if params['role'] == 'client' and params['state'] != 'started':
         problems.append('state applies to role=server only')
+    if params['concurrent'] and (params['role'] != 'client' or params['sessions'] is None):
+        problems.append('concurrent applies to role=client with sessions only')
     for name, low, high in (('size', 1, 2 ** 31), ('duration', 1, 86400), ('iterations', 5, 2 ** 40), ('tx_depth', 1, 65536),
                             ('qps', 1, 65536)):
         problems.append(checks.check_number(name, params[name], low, high))
@@ -743,6 +754,10 @@ def run_sessions(module, batch):
     runner = ToolRunner(module)
     binary = runner.find(params['test'])
     if form == 'client':
+        if params['concurrent'] and len(batch) > 1:
+            # Threads only wait on their own child process (run_command copies the environment, never mutates it).
+            with concurrent.futures.ThreadPoolExecutor(max_workers=len(batch)) as pool:
+                return list(pool.map(lambda merged: run_client(module, runner, binary, merged), batch))
         return [run_client(module, runner, binary, merged) for merged in batch]
     return [start_server(module, binary, merged) for merged in batch]
 
@@ -802,6 +817,7 @@ def main():
             log_path=dict(type='path'),
             log_dir=dict(type='path', default='/tmp'),
             sessions=dict(type='list', elements='dict'),
+            concurrent=dict(type='bool', default=False),
         ),
         mutually_exclusive=[('size', 'all_sizes'), ('duration', 'iterations')] + [('sessions', name) for name in PER_SESSION_OPTIONS],
         supports_check_mode=True,

@@ -244,3 +244,51 @@ def test_two_sessions_overlapping_on_one_peer_hca_each_get_about_half(tmp_path):
     server_figures = [_bw_average(server.communicate(timeout=30)[0]) for server, _client in (first, second)]
     assert figures == pytest.approx([alone / 2, alone / 2], rel=0.01)
     assert server_figures == figures  # both ends print the figure of the same session
+
+
+# ------------------------------------------------------------------ the docker0 trap and missing tools
+
+IN_NETNS_WITH_DOCKER0 = r'''
+import os, subprocess, sys
+for argv in (['ip', 'link', 'set', 'dev', 'lo', 'up'], ['ip', 'link', 'add', 'name', 'fab-peer01', 'type', 'veth', 'peer', 'name', 'fab-node01'],
+             ['ip', 'link', 'set', 'dev', 'fab-node01', 'up'],
+             ['ip', 'addr', 'add', '10.10.0.1/30', 'dev', 'fab-peer01'], ['ip', 'link', 'set', 'dev', 'fab-peer01', 'up'],
+             ['ip', 'link', 'add', 'name', 'docker0', 'type', 'bridge'], ['ip', 'addr', 'add', '172.17.0.1/16', 'dev', 'docker0'],
+             ['ip', 'link', 'set', 'dev', 'docker0', 'up']):
+    subprocess.run(argv, check=True)
+proc = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+sys.stdout.write(proc.stdout)
+sys.stderr.write(proc.stderr)
+sys.exit(proc.returncode)
+'''
+
+
+def mpirun_beside_docker0(node, hostfile, *mca):
+    """mpirun in a fresh network namespace holding a fabric link and docker0 172.17.0.1/16, as every lab host has."""
+    argv = ['unshare', '--net', 'python3', '-c', IN_NETNS_WITH_DOCKER0, str(node / 'bin' / 'mpirun'), '-np', '2',
+            '--hostfile', str(hostfile)] + list(mca) + ['all_reduce_perf', '-b', '8', '-e', '1M', '-f', '2', '-g', '1']
+    return subprocess.run(argv, env=dict(os.environ, NETVAL_LAB_NODE_DIR=str(node)), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=120, check=False)
+
+
+def test_open_mpi_left_unpinned_trips_over_docker0_and_pinned_to_the_fabric_subnet_runs(nodes, tmp_path):
+    node = nodes['healthy-400g']
+    hostfile = tmp_path / 'hosts'
+    hostfile.write_text('node01\npeer01\n')
+    unpinned = mpirun_beside_docker0(node, hostfile)
+    assert unpinned.returncode == 1 and 'docker0 172.17.0.0/16' in unpinned.stderr, unpinned.stderr
+    assert 'could not find a corresponding process entry for that peer' in unpinned.stderr
+    wrong = mpirun_beside_docker0(node, hostfile, '--mca', 'oob_tcp_if_include', '10.99.0.0/30')
+    assert wrong.returncode == 1 and 'None of the TCP networks specified' in wrong.stderr, wrong.stderr
+    pinned = mpirun_beside_docker0(node, hostfile, '--mca', 'oob_tcp_if_include', '10.10.0.0/30',
+                                   '--mca', 'btl_tcp_if_include', '10.10.0.0/30')
+    assert pinned.returncode == 0, pinned.stderr
+    assert re.search(r'^\s+1048576\s', pinned.stdout, re.M), pinned.stdout
+
+
+def test_a_profile_can_leave_a_tool_uninstalled(tmp_path):
+    node = tmp_path / 'node'
+    hardware.materialize('dcgmi-missing', 'node09', 'new', str(node), FABRIC)
+    assert not (node / 'bin' / 'dcgmi').exists() and (node / 'bin' / 'nvidia-smi').exists()
+    with pytest.raises(ValueError, match='dcgmx not among the emulated tools'):
+        hardware.write_wrappers(str(node / 'bin'), str(node), ['dcgmx'])

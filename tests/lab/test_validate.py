@@ -1,10 +1,16 @@
 """validate.yml end to end on the lab: every failure pattern ends in the right bucket with the right cause.
 
-One lab holds five nodes of the 400G tier side by side (healthy, gen4-nic0,
-platform-slow, gpu-missing, nccl-socket-fallback with a real tc rate limit on
-its fabric link), so one playbook run checks them all; the two-box RoCE pair
-gets its own lab and is validated twice, to show a second run never touches
-the first run's evidence.
+One lab holds ten nodes of the 400G tier side by side against two known-good
+peers, one failure pattern each, as an operator meets them (the runbook's
+"Common failure modes" and the field reports): healthy, one NIC trained at
+Gen4, an untuned platform, a GPU off the bus, NCCL falling back to sockets
+over a tc-throttled cable, a GPU failing dcgmi's memory test, PFC pause
+storms, a flapping cable, DCGM not installed (our gap), and one NIC on older
+firmware.  So one playbook run checks them all, and that every one of ten
+nodes gets its report; the two-box RoCE pair gets its own lab and is
+validated twice, to show a second run never touches the first run's evidence.
+Every lab host has the docker0 trap (172.17.0.1/16 on node and peer): the
+NCCL figures of the healthy nodes show it harmless.
 """
 import glob
 import hashlib
@@ -20,8 +26,15 @@ from tests.lab.conftest import BIN, ROOT, cli, lab_env
 
 pytestmark = pytest.mark.lab
 
-MIXED = ['up', '--profile', 'healthy-400g', '--nodes', '5', '--peers', '2',
-         '--node-profiles', 'node02=gen4-nic0,node03=platform-slow,node04=gpu-missing,node05=nccl-socket-fallback']
+PATTERNS = {
+    'node01': 'healthy-400g', 'node02': 'gen4-nic0', 'node03': 'platform-slow', 'node04': 'gpu-missing',
+    'node05': 'nccl-socket-fallback', 'node06': 'dcgmi-memory-fail', 'node07': 'pfc-pause-storm', 'node08': 'healthy-400g',
+    'node09': 'dcgmi-missing', 'node10': 'firmware-mixed',
+}
+# Real faults on top of the profiles: tc throttles node05's cable to its peer; node08's cable flaps.
+MIXED_FAULTS = (('slow-link', 'node05'), ('link-flap', 'node08'))
+MIXED = ['up', '--profile', 'healthy-400g', '--nodes', str(len(PATTERNS)), '--peers', '2', '--node-profiles',
+         ','.join('%s=%s' % (node, profile) for node, profile in sorted(PATTERNS.items()) if profile != 'healthy-400g')]
 
 
 def validate(tmp_path, *extra):
@@ -30,7 +43,7 @@ def validate(tmp_path, *extra):
     argv = [os.path.join(BIN, 'ansible-playbook'), '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', 'new_nodes',
             '-e', 'report_root=%s' % reports, '-e', 'evidence_controller_dir=%s' % evidence] + list(extra)
     proc = subprocess.run(argv, cwd=ROOT, env=lab_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=900, check=False)
+                          universal_newlines=True, timeout=1800, check=False)
     return proc.returncode, proc.stdout, reports, evidence
 
 
@@ -65,7 +78,8 @@ def assert_every_enabled_test_has_its_figures(result, hcas):
 @pytest.fixture(scope='module')
 def mixed_run(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
     cli(*MIXED, check=True)
-    cli('fault', 'slow-link', '--node', 'node05', check=True)
+    for fault, node in MIXED_FAULTS:
+        cli('fault', fault, '--node', node, check=True)
     try:
         rc, out, reports, evidence = validate(tmp_path_factory.mktemp('mixed'))
     finally:
@@ -76,16 +90,86 @@ def mixed_run(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
     return summary, reports, evidence
 
 
-def test_summary_names_every_node_with_bucket_causes_and_peer(mixed_run):
+def test_every_one_of_ten_nodes_gets_its_report_bucket_and_named_cause(mixed_run):
     summary, reports, _evidence = mixed_run
     buckets = dict((name, entry['bucket']) for name, entry in summary['nodes'].items())
-    assert buckets == {'node01': 'A', 'node02': 'C', 'node03': buckets['node03'], 'node04': 'C', 'node05': 'C'}
+    assert sorted(buckets) == sorted(PATTERNS)
+    expected = {'node01': 'A', 'node02': 'C', 'node04': 'C', 'node05': 'C', 'node06': 'C', 'node07': 'C', 'node08': 'C',
+                'node09': 'B', 'node10': 'B'}
+    assert dict((n, b) for n, b in buckets.items() if n != 'node03') == expected
     assert buckets['node03'] in ('B', 'C')
-    for entry in summary['nodes'].values():
+    first_causes = {'node02': 'pcie_link', 'node03': 'platform_tuning', 'node04': 'gpu_hardware', 'node05': 'nccl_socket_fallback',
+                    'node06': 'gpu_diagnostics', 'node07': 'pfc_pause', 'node08': 'link_instability',
+                    'node09': 'measurement_incomplete', 'node10': 'host_configuration'}
+    for node, cause in first_causes.items():
+        assert cause in causes(node_result(reports, node)), (node, causes(node_result(reports, node)))
+    assert len(set(first_causes.values())) == 9  # nine failure patterns besides the healthy node, each its own cause
+    for name, entry in summary['nodes'].items():
         assert entry['peer'] in ('peer01', 'peer02') and isinstance(entry['causes'], list)
+        assert (reports / 'latest' / 'nodes' / ('%s.md' % name)).exists()
+        if entry['bucket'] != 'A':
+            assert entry['causes'], name  # never a marginal or reject without a named cause
     assert (reports / 'latest' / 'junit.xml').exists() and (reports / 'latest' / 'summary.txt').exists()
     letters = set(os.path.basename(p) for p in glob.glob(str(reports / 'latest' / 'letters' / '*.txt')))
-    assert {'node02.txt', 'node04.txt', 'node05.txt'} <= letters and 'node01.txt' not in letters
+    assert letters == set('%s.txt' % n for n, b in buckets.items() if b == 'C')
+    assert not {'node01.txt', 'node09.txt', 'node10.txt'} & letters
+
+
+def test_dcgmi_memory_failure_names_the_test_and_the_gpu(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node06')
+    detail = [c['detail'] for c in result['causes'] if c['cause'] == 'gpu_diagnostics'][0]
+    assert 'GPU Memory' in detail and 'GPU 7' in detail, detail
+    assert [t for t in result['tests'] if t['metric'].startswith('ib_') and t['status'] != 'healthy'] == []
+
+
+def test_pfc_pause_storm_counts_pause_frames_per_netdev_and_rdma_is_slow_while_tcp_is_fine(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node07')
+    pause = [t for t in result['tests'] if t['metric'] == 'pause_per_s']
+    assert len(pause) == 8 and all(t['status'] == 'reject' for t in pause), pause
+    # 50,000 pause frames a second per netdev (rx_pause_ctrl_phy; never the per-priority bytes or packets)
+    assert all(40000 <= t['value'] <= 60000 for t in pause), [t['value'] for t in pause]
+    assert 'rdma_specific' in causes(result)
+    assert [t['status'] for t in result['tests'] if t['metric'] == 'iperf3_gbps'] == ['healthy']
+
+
+def test_a_flapping_cable_is_named_with_the_runbooks_module_events(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node08')
+    detail = [c['detail'] for c in result['causes'] if c['cause'] == 'link_instability'][0]
+    assert 'Cable error' in detail or 'unplugged' in detail or 'down' in detail.lower(), detail
+    letter = (reports / 'latest' / 'letters' / 'node08.txt').read_text()
+    assert 'Port module event' in letter or 'Link down' in letter
+
+
+def test_missing_dcgmi_is_our_gap_bucket_b_without_a_letter(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node09')
+    assert result['bucket'] == 'B' and causes(result) == ['measurement_incomplete'], result['causes']
+    dcgmi = [t for t in result['tests'] if t['status'] == 'unknown']
+    assert dcgmi and all(t.get('error_side') != 'node' for t in dcgmi), dcgmi
+    assert 'dcgmi' in result['causes'][0]['detail']
+
+
+def test_one_nic_on_older_firmware_is_a_spec_mismatch_not_a_return(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    result = node_result(reports, 'node10')
+    assert result['bucket'] == 'B' and causes(result) == ['host_configuration'], result['causes']
+    assert '28.36.1010' in result['causes'][0]['detail'] and 'mlx5_5' in result['causes'][0]['detail']
+    assert [t for t in result['tests'] if t['status'] != 'healthy'] == []
+
+
+def test_docker0_on_node_and_peer_is_harmless_nccl_rides_net_ib(mixed_run):
+    _summary, reports, _evidence = mixed_run
+    from tests.lab.conftest import nsrun
+    for host in ('node01', 'peer01'):
+        assert '172.17.0.1/16' in nsrun(host, ['ip', '-4', '-o', 'addr', 'show', 'dev', 'docker0']).stdout
+    result = node_result(reports, 'node01')
+    nccl = [t for t in result['tests'] if t['metric'].startswith('nccl')]
+    assert nccl and all(t['status'] == 'healthy' for t in nccl), nccl
+    transport = [t for t in nccl if t['metric'] == 'nccl_transport']
+    assert transport and transport[0]['as_printed'].startswith('NET/IB'), transport
 
 
 def test_the_runs_page_shows_every_node_with_its_bucket_and_charts_in_a_real_browser(mixed_run):

@@ -3,7 +3,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log, measurements, preflight
+from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log, measurements, plan, preflight
 from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
 from tests.unit import fixtures
 
@@ -218,3 +218,23 @@ def test_a_batch_reads_each_run_from_its_client_its_failed_server_or_the_failed_
     whole = measurements.batch_measurements(batch, {'failed': True, 'msg': "tool 'ib_send_bw' not found", 'error_class': 'tool_missing',
                                                     'error_side': 'ours'}, {}, 'peer01')
     assert len(whole) == 3 and all(m['error_class'] == 'tool_missing' for m in whole)
+
+
+def test_all_nics_figures_from_its_three_calls_name_a_server_that_did_not_start():
+    text = fixtures.shared(SUPERBENCH)
+    ports = [{'device': 'mlx5_%d' % i, 'port': 1, 'netdev': 'ens%dnp0' % i, 'ipv4': None, 'rate_gbps': 400,
+              'link_layer': 'InfiniBand', 'gid_index': None} for i in range(2)]
+    made = plan.tier_test_plan(T400, ports, ports, None, {'slot': 0, 'peer_address': '10.252.0.2'})
+    run = made['runs']['all_nics'][0]
+    first, second = [s['id'] for s in run['batch']['servers']]
+    servers = {'servers': [{'id': first, 'pid': 10}, {'id': second, 'pid': None, 'failed': True, 'msg': 'port 18530 in use',
+                                                      'error_class': 'port_in_use', 'error_side': 'ours'}]}
+    clients = {'clients': [dict(perftest_result(text), id=first, failed=False)]}
+    before = {'nics': {'ens0np0': {'timestamp': 100.0, 'counters': {'counters': mlx5_counters(0, 0, 0, 0)}}}}
+    after = {'nics': {'ens0np0': {'timestamp': 110.0, 'counters': {'counters': mlx5_counters(5000, 10 ** 9, 10 ** 6, 0)}}}}
+    found = measurements.all_nics_measurements(run, servers, clients, before, after, 'peer01')
+    aggregate = found[0]
+    assert aggregate['metric'] == 'all_nics_gbs' and abs(aggregate['value'] - 24056.72 * 1048576 / 1e9) < 1e-9
+    assert aggregate['error'] == 'mlx5_1: port 18530 in use' and aggregate['as_printed'] == '25.225299 GB/s aggregate (mlx5_0 25.225299)'
+    pause = dict((m['subject'], m['value']) for m in found if m['metric'] == 'pause_per_s')
+    assert pause['ens0np0'] == 500.0 and pause['ens1np0'] is None

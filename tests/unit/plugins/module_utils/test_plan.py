@@ -182,3 +182,13 @@ def test_one_hca_at_a_time_runs_are_batched_per_box_pair_with_the_perftest_sessi
     both = plan.tier_test_plan(dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=send_too)),
                                live_ports(2), live_ports(2), [], {})
     assert [(b['server_on'], len(b['runs'])) for b in both['batches']['ib_send_bw']] == [('node', 1), ('peer', 1), ('node', 1), ('peer', 1)]
+
+
+def test_the_all_nics_run_is_one_batch_whose_sessions_are_its_clients():
+    run = plan_400g()['runs']['all_nics'][0]
+    batch = run['batch']
+    assert [s['id'] for s in batch['servers']] == [s['id'] for s in batch['clients']] == [c['id'] for c in run['clients']]
+    assert [s['port'] for s in batch['servers']] == [c['port'] for c in run['clients']]
+    assert batch['server_on'] == 'node' and batch['client_on'] == 'peer'  # the node receives on every HCA
+    # One concurrent session: every server lives until the slowest client is done, plus the margin.
+    assert len(set(s['timeout'] for s in batch['servers'])) == 1 and batch['servers'][0]['timeout'] > batch['clients'][0]['timeout']

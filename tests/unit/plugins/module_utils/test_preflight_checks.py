@@ -84,9 +84,22 @@ def test_firmware_minimum_per_model_reads_the_running_version():
     assert found[0]['detail'] == 'mlx5_0 (MT_0000000838) runs firmware 28.39.1002, the contract needs 28.43.1014 or later'
     assert checks(found, 'firmware_uniform') == [('LNV2180110032', 'healthy'), ('MT_0000000838', 'marginal')]
     mixed = [f for f in found if f['check'] == 'firmware_uniform' and f['status'] == 'marginal'][0]
-    assert mixed['detail'] == 'NICs of model MT_0000000838 run firmware mlx5_0 28.39.1002, mlx5_1 28.43.1014'
+    assert mixed['detail'] == ('NICs of model MT_0000000838 do not run one firmware: mlx5_0 runs 28.39.1002, '
+                               'while the other 1 run 28.43.1014')
     result = verdict.node_verdict([], found, profile)
     assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['host_configuration']
+
+
+def test_firmware_mismatch_names_the_odd_nic_by_its_rdma_name_and_the_majority_version():
+    cx7 = fixtures.local(CX7).replace('FW Version(Running):   28.39.1002\n', '')
+    old = cx7.replace('28.43.1014', '28.36.1010')
+    firmware = nics(**{'0000:1a:00.0': cx7, '0000:3b:00.0': cx7, '0000:bb:00.0': old})
+    rdma = {'devices': {'mlx5_0': {'pci_address': '0000:1a:00.0'}, 'mlx5_1': {'pci_address': '0000:3b:00.0'},
+                        'mlx5_5': {'pci_address': '0000:BB:00.0'}}}
+    found = [f for f in preflight.check_firmware(firmware, P400, rdma) if f['check'] == 'firmware_uniform']
+    assert found[0]['status'] == 'marginal' and found[0]['actual'] == '28.36.1010, 28.43.1014'
+    assert found[0]['detail'] == ('NICs of model MT_0000000838 do not run one firmware: mlx5_5 (0000:bb:00.0) runs 28.36.1010, '
+                                  'while the other 2 run 28.43.1014')
 
 
 def test_firmware_versions_compare_as_numbers_and_shipped_tiers_name_no_model():

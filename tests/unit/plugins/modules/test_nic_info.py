@@ -51,6 +51,19 @@ def test_counters_features_and_include(tmp_path):
     assert 'rdma_device' not in nic
 
 
+def test_a_counters_only_snapshot_runs_one_ethtool_per_netdev(tmp_path):
+    stats = fixtures.local('ethtool/ethtool_S_veth.txt')
+    calls = [Call(T + ['-S', 'ens3np0'], out=stats), Call(T + ['-S', 'ens4np0'], out=stats)]
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'settings': False, 'counters': True}, calls=calls)
+    assert not failed, result
+    assert sorted(result['nics']['ens3np0']) == ['counters', 'errors', 'rdma_device', 'timestamp']
+
+
+def test_reading_nothing_is_refused():
+    result, failed = run_module(nic_info.main, {'netdevs': ['ens3np0'], 'settings': False})
+    assert failed and result['_ran'] == [] and 'nothing to read' in result['msg'], result['msg']
+
+
 def test_unsupported_sections_are_null_with_error(tmp_path):
     calls = [Call(T + ['h3v0'], out=fixtures.local('ethtool/ethtool_veth_link_up_10000.txt')),
              Call(T + ['-i', 'h3v0'], out=fixtures.local('ethtool/ethtool_i_veth.txt')),

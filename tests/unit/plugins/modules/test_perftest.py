@@ -351,6 +351,31 @@ def test_client_batch_runs_in_order_and_a_failed_session_does_not_fail_the_call(
     assert hostname() in second['msg'] and ' '.join(BATCH_ARGVS[1]) in second['msg'] and "Couldn't connect to" in second['msg']
 
 
+def test_concurrent_client_batch_runs_every_client_at_once_and_lists_them_in_session_order():
+    good = fixtures.local('perftest/ib_write_bw_post_list_D60_8B_gbits_roce_issue273.txt')
+    refused = fixtures.local('perftest/ib_write_bw_connect_failed_pr228.txt')
+    calls = [Call(TIMEOUT + ['120'] + BATCH_ARGVS[0], rc=0, out=good, seconds=0.6),
+             Call(TIMEOUT + ['120'] + BATCH_ARGVS[1], rc=1, err=refused, seconds=0.6),
+             Call(TIMEOUT + ['90'] + BATCH_ARGVS[2], rc=0, out=good, seconds=0.6)]
+    began = time.time()
+    result, failed = run_module(perftest.main, dict(BATCH_SHARED, sessions=BATCH_SESSIONS, concurrent=True), calls=calls, any_order=True)
+    assert not failed, result
+    assert time.time() - began < 1.5  # one after the other would take 1.8 s
+    starts, ends = [span[1] for span in result['_spans']], [span[2] for span in result['_spans']]
+    assert max(starts) < min(ends)  # every client was running at one moment
+    assert [entry['id'] for entry in result['clients']] == ['hca0', 'hca1', 'hca2']
+    assert [entry['argv'] for entry in result['clients']] == BATCH_ARGVS
+    assert [entry['failed'] for entry in result['clients']] == [False, True, False]
+    assert result['clients'][1]['error_class'] == 'connect_failed' and result['clients'][2]['timeout'] == 90
+
+
+@pytest.mark.parametrize('args', [dict(BATCH_SHARED, concurrent=True, server='10.0.0.2'),
+                                  dict(BATCH_SHARED, role='server', concurrent=True, sessions=[{'id': 'a', 'port': 18515}])])
+def test_concurrent_is_for_client_sessions_only(args):
+    result, failed = run_module(perftest.main, args)
+    assert failed and result['_ran'] == [] and 'concurrent applies to role=client with sessions only' in result['msg'], result['msg']
+
+
 def test_client_batch_entry_has_the_keys_of_a_single_client_call():
     out = fixtures.local('perftest/ib_write_bw_post_list_D60_8B_gbits_roce_issue273.txt')
     single, failed = run_module(perftest.main, CLIENT, calls=[Call(TIMEOUT + ['120'] + CLIENT_ARGV, rc=0, out=out)])

@@ -5,6 +5,8 @@ returns; the harness fails the test if the module runs anything else, runs
 the commands in another order, or leaves an expected command unrun.
 """
 import json
+import threading
+import time
 from unittest import mock
 
 import pytest
@@ -40,30 +42,45 @@ def set_module_args(args):
 class Call(object):
     """One expected command: exact argv and what it returns."""
 
-    def __init__(self, argv, rc=0, out='', err=''):
+    def __init__(self, argv, rc=0, out='', err='', seconds=0.0):
         self.argv = list(argv)
         self.rc = rc
         self.out = out
         self.err = err
+        self.seconds = seconds  # how long the command takes (concurrent runs: in any order, see run_module)
 
 
-def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=False):
+def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=False, any_order=False):
     """Run a module's ``main`` with ``args``.
 
-    ``calls`` are the Call objects expected in order; ``missing`` names tools
+    ``calls`` are the Call objects expected in order (``any_order``: each exactly once, in any order, possibly at
+    once from several threads; ``_spans`` then holds each command's (argv, start, end)); ``missing`` names tools
     that get_bin_path must not find.  Returns ``(result, failed)``.
     """
     expected = list(calls)
     ran = []
+    spans = []
+    lock = threading.Lock()
 
     def fake_run_command(self, argv, check_rc=False, environ_update=None, data=None, **kwargs):
-        ran.append(list(argv))
-        if not expected:
-            pytest.fail('module ran an unexpected command: %r' % (argv,))
-        call = expected.pop(0)
+        with lock:
+            ran.append(list(argv))
+            if not expected:
+                pytest.fail('module ran an unexpected command: %r' % (argv,))
+            if any_order:
+                matching = [c for c in expected if c.argv == list(argv)]
+                assert matching, 'unexpected argv %r; expected one of %r' % (argv, [c.argv for c in expected])
+                call = matching[0]
+                expected.remove(call)
+            else:
+                call = expected.pop(0)
         assert list(argv) == call.argv, 'argv mismatch:\n  ran      %r\n  expected %r' % (argv, call.argv)
         if environ_update is not None:
             assert environ_update.get('LC_ALL') == 'C'
+        start = time.time()
+        time.sleep(call.seconds)
+        with lock:
+            spans.append((list(argv), start, time.time()))
         return call.rc, call.out, call.err
 
     def fake_get_bin_path(self, arg, required=False, opt_dirs=None):
@@ -91,4 +108,6 @@ def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=
     if not failed:
         assert not expected, 'module did not run expected commands: %r' % ([c.argv for c in expected],)
     result['_ran'] = ran
+    if any_order:
+        result['_spans'] = spans
     return result, failed
