@@ -1,6 +1,6 @@
 """The collection-level gates: ansible-test sanity, ansible-lint (production
-profile), ansible-doc for every module and filter, and a galaxy build that
-installs.  Each runs the real tool; a failure shows the tool's own output.
+profile), ansible-doc for every module, filter and callback, and a galaxy build
+that installs.  Each runs the real tool; a failure shows the tool's own output.
 """
 import glob
 import os
@@ -13,6 +13,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'modules', '*.py')))
 FILTER_FILES = sorted(glob.glob(os.path.join(ROOT, 'plugins', 'filter', '*.py')))
+CALLBACKS = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'callback', '*.py')))
+# The plugin folders whose plugins ansible-doc renders here, and the shared-code folders it has nothing to render for.
+DOCUMENTED_PLUGIN_TYPES = ('modules', 'filter', 'callback')
+SHARED_CODE = ('module_utils', 'plugin_utils')
 
 
 def run(argv, timeout=900, **kwargs):
@@ -71,6 +75,28 @@ def test_ansible_doc_renders_filter(path):
     assert rc == 0 and 'ERROR' not in out, out
 
 
+def test_every_plugin_type_is_checked_by_ansible_doc():
+    folders = sorted(name for name in os.listdir(os.path.join(ROOT, 'plugins')) if not name.startswith(('.', '_')))
+    unchecked = [name for name in folders if name not in DOCUMENTED_PLUGIN_TYPES + SHARED_CODE]
+    assert unchecked == [], 'plugins/%s: add an ansible-doc test for that plugin type' % ', plugins/'.join(unchecked)
+    assert CALLBACKS, 'no callback plugins found'
+
+
+@pytest.mark.parametrize('callback', CALLBACKS)
+def test_ansible_doc_renders_callback(callback):
+    rc, out = run([os.path.join(BIN, 'ansible-doc'), '-t', 'callback', 'gpufleet.netval.%s' % callback])
+    assert rc == 0, out
+    assert 'OPTIONS' in out, out
+    assert '[WARNING]' not in out and 'ERROR' not in out, out
+
+
+def test_ansible_doc_lists_every_callback():
+    rc, out = run([os.path.join(BIN, 'ansible-doc'), '-t', 'callback', '-l', 'gpufleet.netval'])
+    assert rc == 0, out
+    for callback in CALLBACKS:
+        assert 'gpufleet.netval.%s' % callback in out, out
+
+
 def test_galaxy_build_and_install(tmp_path):
     rc, out = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'build', '--force', '--output-path', str(tmp_path), '.'])
     assert rc == 0, out
@@ -82,4 +108,5 @@ def test_galaxy_build_and_install(tmp_path):
     installed = dest / 'ansible_collections' / 'gpufleet' / 'netval'
     assert (installed / 'MANIFEST.json').exists()
     assert (installed / 'plugins' / 'modules' / 'host_tuning_info.py').exists()
+    assert (installed / 'plugins' / 'callback' / 'task_timeline.py').exists()
     assert not (installed / 'lab').exists() and not (installed / '.venv').exists()
