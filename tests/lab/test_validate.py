@@ -128,8 +128,8 @@ def test_pfc_pause_storm_counts_pause_frames_per_netdev_and_rdma_is_slow_while_t
     result = node_result(reports, 'node07')
     pause = [t for t in result['tests'] if t['metric'] == 'pause_per_s']
     assert len(pause) == 8 and all(t['status'] == 'reject' for t in pause), pause
-    # 50,000 pause frames a second per netdev (rx_pause_ctrl_phy; never the per-priority bytes or packets)
-    assert all(40000 <= t['value'] <= 60000 for t in pause), [t['value'] for t in pause]
+    # 150,000 pause frames a second per netdev (rx_pause_ctrl_phy; never the per-priority bytes or packets)
+    assert all(140000 <= t['value'] <= 160000 for t in pause), [t['value'] for t in pause]
     assert 'rdma_specific' in causes(result)
     assert [t['status'] for t in result['tests'] if t['metric'] == 'iperf3_gbps'] == ['healthy']
 
@@ -166,8 +166,8 @@ def test_docker0_on_node_and_peer_is_harmless_nccl_rides_net_ib(mixed_run):
     for host in ('node01', 'peer01'):
         assert '172.17.0.1/16' in nsrun(host, ['ip', '-4', '-o', 'addr', 'show', 'dev', 'docker0']).stdout
     result = node_result(reports, 'node01')
-    nccl = [t for t in result['tests'] if t['metric'].startswith('nccl')]
-    assert nccl and all(t['status'] == 'healthy' for t in nccl), nccl
+    nccl = [t for t in result['tests'] if t['metric'].startswith('nccl') and t['status'] != 'info']
+    assert len(nccl) == 3 and all(t['status'] == 'healthy' for t in nccl), nccl
     transport = [t for t in nccl if t['metric'] == 'nccl_transport']
     assert transport and transport[0]['as_printed'].startswith('NET/IB'), transport
 
