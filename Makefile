@@ -20,7 +20,7 @@ NODE_PROFILES ?=
 FAULT ?=
 NODE ?=
 
-.PHONY: help deps apt venv collection test units quality sanity lint docs build demo \
+.PHONY: help deps apt venv collection test units quality sanity lint docs build ee-context ee demo \
         lab-up lab-down lab-status lab-fault clean
 
 help:
@@ -75,6 +75,19 @@ lint: deps
 
 build: deps
 	mkdir -p build && $(BIN)/ansible-galaxy collection build --force --output-path build .
+
+# The execution environment (ee/execution-environment.yml, ansible-builder 3; docs/AWX.md):
+# ee-context writes its build context under build/ee/context from a fresh collection tarball;
+# ee builds the image (EE_RUNTIME podman or docker; EE_TAG names it).
+EE_TAG ?= gpufleet-netval-ee:latest
+EE_RUNTIME ?= podman
+ee-context: deps
+	rm -rf build/ee && mkdir -p build/ee/collection
+	$(BIN)/ansible-galaxy collection build --force --output-path build/ee/collection .
+	$(BIN)/ansible-builder create -f ee/execution-environment.yml -c build/ee/context --output-filename Containerfile
+
+ee: ee-context
+	$(BIN)/ansible-builder build -f ee/execution-environment.yml -c build/ee/context --container-runtime $(EE_RUNTIME) -t $(EE_TAG)
 
 # The main job on the built-in lab: a healthy node and one whose first NIC
 # trained at Gen4, validated against a known-good peer.
