@@ -14,7 +14,8 @@ description:
     every metric of an enabled test without a threshold (unless the tool grades itself or the test lists it under
     C(ungraded)), every threshold of an unknown metric or in another unit than the catalogue's, every malformed threshold
     (exactly one of C(reject_below) / C(reject_above), numeric C(healthy) bounds), every missing or out-of-range
-    C(cause_rules) setting and every malformed C(preflight) check setting (a known check, a severity, its expectation).
+    C(cause_rules) setting, every malformed C(preflight) check setting (a known check, a severity, its expectation) and, when
+    the profile has them, every malformed C(drift_rules) setting (counter limits, window, escalated checks, figure tolerances).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -40,7 +41,7 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, drift, preflight, verdict
 
 
 def tier_profile_errors(profile, tier=None):
@@ -48,6 +49,8 @@ def tier_profile_errors(profile, tier=None):
     if isinstance(profile, dict):
         where = 'tier %s' % tier if tier else 'the tier profile'
         errors += ['%s: %s' % (where, problem) for problem in verdict.profile_errors(profile) + preflight.preflight_errors(profile)]
+        if 'drift_rules' in profile:
+            errors += ['%s: %s' % (where, problem) for problem in drift.rules_errors(profile['drift_rules'])]
     return errors
 
 

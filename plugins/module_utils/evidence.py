@@ -197,6 +197,43 @@ def tar_folder(folder, tarball):
     return sha256_file(tarball)
 
 
+def replace_file(path, data, mode=0o644):
+    """Write ``data`` (text or bytes) to ``path`` atomically, replacing a regular file of that name.
+
+    For files that are meant to change in place (a node_exporter ``.prom`` textfile, a latest drift report): a
+    reader sees the old file or the new one, never a half-written one.  The new content goes to a hidden file in the
+    same folder (O_EXCL, O_NOFOLLOW, fsynced), which is then renamed over ``path``, and the folder is fsynced.  A
+    symlink, a directory or anything else that is not a regular file at ``path`` is refused with EvidenceError, and so
+    is a folder that does not exist.
+    """
+    folder = os.path.dirname(path) or '.'
+    if os.path.lexists(path):
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise EvidenceError('%s exists and is not a regular file (%s); it is never replaced'
+                                % (path, 'a symlink' if stat.S_ISLNK(info.st_mode) else 'a directory' if stat.S_ISDIR(info.st_mode) else 'special'))
+    if not os.path.isdir(folder):
+        raise EvidenceError('%s is not a directory; the file is written next to where it lands' % folder)
+    payload = data if isinstance(data, bytes) else (data or '').encode('utf-8')
+    for _attempt in range(100):
+        tmp = os.path.join(folder, '.%s.%s' % (os.path.basename(path), os.urandom(6).hex()))
+        try:
+            write_new_file(tmp, payload, mode)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise EvidenceError('cannot create a temporary file next to %s' % path)
+    try:
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
+
+
 def foreign_link_problem(link):
     """Why ``link`` may not be replaced (it exists and is not our symlink to a run folder), or None."""
     if not os.path.lexists(link):
