@@ -1,0 +1,111 @@
+"""After acceptance on the lab: a healthy node is accepted (its baseline of parsed facts kept beside the raw outputs), then
+real and emulated changes are applied with the lab's faults and drift.yml must report each with its severity and exit code."""
+import json
+import os
+import subprocess
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.lab.conftest import BIN, ROOT, cli, lab_env
+
+pytestmark = pytest.mark.lab
+
+
+def playbook(name, reports, evidence, *extra):
+    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', 'inventories/lab', 'playbooks/%s' % name, '-l', 'new_nodes',
+            '-e', 'report_root=%s' % reports, '-e', 'evidence_controller_dir=%s' % evidence] + list(extra)
+    proc = subprocess.run(argv, cwd=ROOT, env=lab_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=900, check=False)
+    return proc.returncode, proc.stdout
+
+
+def drift_findings(reports, node='node01'):
+    with open(str(reports / 'latest' / 'drift.json'), encoding='utf-8') as handle:
+        return json.load(handle)['nodes'][node]['findings']
+
+
+@pytest.fixture(scope='module')
+def accepted(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
+    cli('up', '--profile', 'healthy-400g', '--nodes', '1', '--peers', '1', check=True)
+    base = tmp_path_factory.mktemp('drift')
+    reports, evidence = base / 'reports', base / 'evidence'
+    rc, out = playbook('validate.yml', reports, evidence)
+    assert rc == 0, out[-4000:]
+    return base, reports, evidence
+
+
+def test_acceptance_keeps_a_baseline_of_parsed_facts_beside_the_raw_outputs(accepted):
+    _base, _reports, evidence = accepted
+    with open(str(evidence / 'node01' / 'baseline' / 'baseline.json'), encoding='utf-8') as handle:
+        baseline = json.load(handle)
+    assert baseline['node'] == 'node01' and baseline['tier'] == '400G'
+    assert len([n for n in baseline['facts']['nics'] if n.get('present')]) == 8
+    assert len([g for g in baseline['facts']['gpus'] if g.get('present')]) == 8
+    assert any(f['metric'] == 'ib_send_bw_gbs' and f['subject'] == 'mlx5_0' and f['peer'] == 'peer01' for f in baseline['figures'])
+    assert (evidence / 'node01' / 'baseline' / 'commands').is_dir()  # the raw outputs stay beside it
+
+
+def test_unchanged_node_has_no_red_finding_and_a_textfile_prometheus_parses(accepted):
+    _base, reports, evidence = accepted
+    rc, out = playbook('drift.yml', reports, evidence)
+    assert rc == 0, out[-4000:]
+    assert [f for f in drift_findings(reports) if f['severity'] == 'red'] == []
+    families = dict((f.name, f) for f in text_string_to_metric_families((reports / 'latest' / 'netval.prom').read_text()))
+    stamps = [s for s in families['netval_last_run_timestamp_seconds'].samples if s.labels == {'node': 'node01', 'playbook': 'drift'}]
+    assert stamps and stamps[0].value > 1.7e9
+    assert (reports / 'latest' / 'junit.xml').exists() and (reports / 'latest' / 'nodes' / 'node01.md').exists()
+
+
+def test_a_node_without_a_baseline_says_so_and_fails(accepted, tmp_path):
+    _base, reports, _evidence = accepted
+    rc, out = playbook('drift.yml', reports, tmp_path / 'no-evidence')
+    assert rc != 0, out[-4000:]
+    findings = drift_findings(reports)
+    assert [(f['check'], f['kind'], f['severity']) for f in findings] == [('baseline', 'baseline_missing', 'red')]
+
+
+@pytest.mark.parametrize('fault,check,subject', [
+    ('cmdline-drop', 'cmdline', 'iommu=pt'),
+    ('nic0-gen4', 'pcie_link', 'mlx5_0'),
+])
+def test_a_lost_setting_or_a_slower_link_is_red_and_fails_the_run(accepted, fault, check, subject):
+    _base, reports, evidence = accepted
+    cli('fault', fault, '--node', 'node01', check=True)
+    try:
+        rc, out = playbook('drift.yml', reports, evidence)
+    finally:
+        cli('fault', 'clear', check=True)
+    assert rc != 0, out[-4000:]
+    red = [(f['check'], f['subject']) for f in drift_findings(reports) if f['severity'] == 'red']
+    assert (check, subject) in red, drift_findings(reports)
+
+
+def test_a_firmware_change_is_info_and_expected_when_a_maintenance_record_lists_it(accepted, tmp_path):
+    _base, reports, evidence = accepted
+    cli('fault', 'fw-change', '--node', 'node01', check=True)
+    try:
+        rc, out = playbook('drift.yml', reports, evidence)
+        assert rc == 0, out[-4000:]
+        firmware = [f for f in drift_findings(reports) if f['check'] == 'firmware']
+        assert [(f['subject'], f['severity'], f['current']) for f in firmware] == [('mlx5_0', 'info', '28.40.1000')]
+        record = tmp_path / 'change-1234.yml'
+        record.write_text('reason: NIC firmware update (change 1234)\nchanges:\n  - {check: firmware, subject: mlx5_0, to: "28.40.1000"}\n')
+        rc, out = playbook('drift.yml', reports, evidence, '-e', 'netval_maintenance_file=%s' % record)
+    finally:
+        cli('fault', 'clear', check=True)
+    assert rc == 0, out[-4000:]
+    firmware = [f for f in drift_findings(reports) if f['check'] == 'firmware']
+    assert [(f['subject'], f['severity']) for f in firmware] == [('mlx5_0', 'expected')]
+
+
+def test_a_pause_storm_since_the_baseline_is_red(accepted):
+    _base, reports, evidence = accepted
+    cli('fault', 'pause-storm', '--node', 'node01', check=True)
+    try:
+        rc, out = playbook('drift.yml', reports, evidence)
+    finally:
+        cli('fault', 'clear', check=True)
+    assert rc != 0, out[-4000:]
+    red = [f for f in drift_findings(reports) if f['severity'] == 'red' and f['check'] == 'pause_frames']
+    assert len(red) == 8 and all(f['rate_per_hour'] > f['limit_per_hour'] for f in red), red
