@@ -17,7 +17,7 @@ from . import inventory, netns
 from .netns import LabError
 
 REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'peer-down', 'port-busy')
-EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change')
+EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap')
 SLOW_LINK_RATE = '1gbit'
 
 

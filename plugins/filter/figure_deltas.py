@@ -19,7 +19,9 @@ author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   _input:
-    description: The baseline's figures (C(baseline.figures)), a baseline document or a node result.
+    description:
+      - The baseline's figures (C(baseline.figures)), a baseline document or a node result.
+      - None or an empty mapping (a node never accepted) gives no rows, or with O(as_findings) one red C(baseline_missing) finding.
     type: raw
     required: true
   new:
@@ -61,10 +63,14 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.drift import DriftError, compare_figures, figure_findings
+from ansible_collections.gpufleet.netval.plugins.module_utils.drift import DriftError, baseline_missing, compare_figures, figure_findings
 
 
 def figure_deltas(baseline_figures, new, tolerances, as_findings=False):
+    if baseline_figures in (None, {}, ''):
+        # A node never accepted has nothing to compare: no rows, and one red baseline finding.
+        node = new.get('node') if isinstance(new, dict) else None
+        return [baseline_missing(node)] if as_findings else []
     try:
         rows = compare_figures(baseline_figures, new, tolerances)
     except DriftError as exc:

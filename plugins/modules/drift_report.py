@@ -30,12 +30,22 @@ options:
     type: str
     required: true
   nodes:
-    description: Node name to C({findings, timestamp, baseline_timestamp}) as drift.yml builds it.
+    description:
+      - Node name to C({findings, timestamp, baseline_timestamp}) as drift.yml builds it; revalidate.yml adds C(bucket) and
+        C(figure_deltas) (the rows of P(gpufleet.netval.figure_deltas#filter)).
     type: dict
     required: true
   textfile_dir:
     description: node_exporter's C(--collector.textfile.directory), to expose the run to Prometheus.
     type: path
+  kind:
+    description:
+      - C(drift) writes the run folder C(<root>/<timestamp>/) and points C(latest) at it.
+      - C(revalidation) writes C(<root>/<timestamp>/revalidation/) inside the re-validation's own run folder (validate.yml's report
+        of the same run), named C(revalidation.json), with each node's figure delta table in its Markdown; C(latest) is left alone.
+    type: str
+    choices: [drift, revalidation]
+    default: drift
 attributes:
   check_mode:
     description: Writes nothing in check mode; returns where it would write.
@@ -85,7 +95,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import drift, drift_report, evidence
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 
-TEXTFILE_NAME = 'netval_drift.prom'
+TEXTFILE_NAMES = {'drift': 'netval_drift.prom', 'revalidation': 'netval_revalidate.prom'}
 
 
 def main():
@@ -95,6 +105,7 @@ def main():
             timestamp=dict(type='str', required=True),
             nodes=dict(type='dict', required=True),
             textfile_dir=dict(type='path'),
+            kind=dict(type='str', default='drift', choices=['drift', 'revalidation']),
         ),
         supports_check_mode=True,
     )
@@ -108,8 +119,9 @@ def main():
     checks.fail_if_invalid(module, 'drift_report', checks.problems_of(problems))
     try:
         nodes = drift_report.check_nodes(params['nodes'])
-        files = {'drift.json': drift_report.report_json(nodes, params['timestamp']), 'junit.xml': drift_report.junit_xml(nodes),
-                 'netval.prom': drift_report.textfile(nodes, 'drift', params['timestamp'])}
+        playbook = 'drift' if params['kind'] == 'drift' else 'revalidate'
+        files = {'%s.json' % params['kind']: drift_report.report_json(nodes, params['timestamp']),
+                 'junit.xml': drift_report.junit_xml(nodes), 'netval.prom': drift_report.textfile(nodes, playbook, params['timestamp'])}
         for name in sorted(nodes):
             files['nodes/%s.md' % name] = drift_report.node_markdown(name, nodes[name])
     except ValueError as exc:
@@ -120,14 +132,17 @@ def main():
         counted = drift.counts(nodes[name]['findings'])
         summary.append('%s: %d red, %d expected, %d info' % (name, counted[drift.RED], counted[drift.EXPECTED], counted[drift.INFO]))
     run_dir = os.path.join(params['root'], params['timestamp'])
+    if params['kind'] == 'revalidation':
+        run_dir = os.path.join(run_dir, 'revalidation')
     result = dict(run_dir=run_dir, red_nodes=red, summary_lines=summary)
     if params['textfile_dir']:
-        result['textfile'] = os.path.join(params['textfile_dir'], TEXTFILE_NAME)
+        result['textfile'] = os.path.join(params['textfile_dir'], TEXTFILE_NAMES[params['kind']])
     if module.check_mode:
         module.exit_json(changed=False, **result)
     try:
         evidence.build_bundle(run_dir, files)
-        evidence.replace_symlink(os.path.join(params['root'], 'latest'), params['timestamp'])
+        if params['kind'] == 'drift':
+            evidence.replace_symlink(os.path.join(params['root'], 'latest'), params['timestamp'])
         if params['textfile_dir']:
             evidence.replace_file(result['textfile'], files['netval.prom'].encode('utf-8'))
     except (evidence.EvidenceError, IOError, OSError) as exc:

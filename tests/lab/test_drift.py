@@ -109,3 +109,51 @@ def test_a_pause_storm_since_the_baseline_is_red(accepted):
     assert rc != 0, out[-4000:]
     red = [f for f in drift_findings(reports) if f['severity'] == 'red' and f['check'] == 'pause_frames']
     assert len(red) == 8 and all(f['rate_per_hour'] > f['limit_per_hour'] for f in red), red
+
+
+LOOSE_CONTRACT = '''# A contract that accepts 40 GB/s per HCA at 400G (synthetic, for the re-validation check)
+thresholds:
+  ib_send_bw_gbs: {healthy: [42, null], reject_below: 40, unit: GB/s, direction: one-way, source: 'contract: 40 GB/s per HCA'}
+  gdr_bw_gbs: {healthy: [42, null], reject_below: 40, unit: GB/s, direction: one-way, source: 'contract: 40 GB/s per HCA'}
+'''
+
+
+def test_revalidation_after_a_cable_swap_reports_the_hcas_delta_while_the_node_still_passes(accepted, tmp_path):
+    _base, reports, evidence = accepted
+    contract = tmp_path / 'contract.yml'
+    contract.write_text(LOOSE_CONTRACT)
+    before = os.readlink(str(evidence / 'node01' / 'baseline'))
+    cli('fault', 'cable-swap', '--node', 'node01', check=True)
+    try:
+        rc, out = playbook('revalidate.yml', reports, evidence, '-e', 'netval_contract_file=%s' % contract,
+                           '-e', 'netval_revalidate_reason=cable replaced (ticket 4711)', '-e', 'netval_revalidate_changes=cable mlx5_3')
+    finally:
+        cli('fault', 'clear', check=True)
+    assert rc == 0, out[-6000:]
+    with open(str(reports / 'latest' / 'revalidation' / 'revalidation.json'), encoding='utf-8') as handle:
+        node = json.load(handle)['nodes']['node01']
+    assert node['bucket'] == 'A'
+    rows = dict(((r['metric'], r['subject']), r) for r in node['figure_deltas'])
+    swapped = rows[('ib_send_bw_gbs', 'mlx5_3')]
+    assert swapped['verdict'] == 'regression' and -9.5 < swapped['delta_pct'] < -6.5, swapped
+    assert rows[('gdr_bw_gbs', 'mlx5_3')]['verdict'] == 'regression'
+    assert all(r['verdict'] == 'within' for (metric, subject), r in rows.items() if metric == 'ib_send_bw_gbs' and subject != 'mlx5_3')
+    assert 'mlx5_3' in (reports / 'latest' / 'revalidation' / 'nodes' / 'node01.md').read_text()
+    # The new acceptance is the new baseline; the old bundle and its baseline are kept as they were.
+    after = os.readlink(str(evidence / 'node01' / 'baseline'))
+    assert after != before and (evidence / 'node01' / before / 'baseline.json').exists()
+    assert (evidence / 'node01' / after / 'baseline.json').exists()
+
+
+def test_evidence_playbook_collects_three_verified_bundles_without_tests(lab_session, tmp_path):  # pylint: disable=unused-argument
+    cli('up', '--profile', 'healthy-400g', '--nodes', '3', '--peers', '1', check=True)
+    rc, out = playbook('evidence.yml', tmp_path / 'reports', tmp_path / 'evidence')
+    assert rc == 0, out[-4000:]
+    assert 'tier_tests' not in out and 'perftest' not in out
+    bundles = sorted((tmp_path / 'evidence').glob('node0*/2*'))
+    assert [b.parent.name for b in bundles] == ['node01', 'node02', 'node03']
+    for bundle in bundles:
+        check = subprocess.run(['sha256sum', '--quiet', '-c', 'MANIFEST.sha256'], cwd=str(bundle), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+        assert check.returncode == 0, check.stdout
+        assert (bundle / 'commands' / 'ibstat.txt').exists() and not (bundle / 'baseline.json').exists()
