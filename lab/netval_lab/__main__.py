@@ -17,7 +17,9 @@ from . import inventory, netns
 from .netns import LabError
 
 REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'peer-down', 'port-busy')
-EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap')
+# Faults of the node's known-good peer, emulated on the peer's own hardware.
+PEER_FAULTS = {'peer-nic-slow': 'nic0-slow'}
+EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap') + tuple(PEER_FAULTS)
 SLOW_LINK_RATE = '1gbit'
 
 
@@ -336,6 +338,8 @@ def cmd_fault(args):
     elif name == 'port-busy':
         record['ports'] = [PERFTEST_PORT, IPERF3_PORT]
         record['pid'] = netns.start_busy_ports(peer, record['ports'])
+    elif name in PEER_FAULTS:
+        _hardware().apply_fault(node_dir(peer), PEER_FAULTS[name])
     else:
         _hardware().apply_fault(node_dir(node), name)
     lab['faults'] = [f for f in lab.get('faults', []) if (f['name'], f['node']) != (name, node)] + [record]

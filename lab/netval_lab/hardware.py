@@ -33,7 +33,9 @@ TOOLS = (
 )
 
 # Faults this module emulates (others, such as link-flap, are real and belong to lab-infra).
-FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap')
+FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap', 'nic0-slow')
+# A degraded NIC on a known-good peer (fault peer-nic-slow): its first HCA carries this fraction of its bandwidth.
+NIC_SLOW_FACTOR = 0.6
 # A replaced cable that costs mlx5_3 this fraction of its bandwidth (re-validation's delta, still within a loose contract).
 CABLE_SWAP_FACTOR = 0.92
 REQUIRED_CMDLINE_TOKENS = ('iommu=pt', 'intel_iommu=on')
@@ -264,6 +266,10 @@ def _apply_one(state, name):
             nic['pause_base'] = pause_counter(nic, now)
             nic['pause_epoch'] = now
             nic['pause_rate_per_s'] = PAUSE_STORM_RATE
+    elif name == 'nic0-slow':
+        if nics:
+            nics[0]['bw_gbytes_s'] = round(nics[0]['bw_gbytes_s'] * NIC_SLOW_FACTOR, 2)
+            nics[0]['gdr_bw_gbytes_s'] = round(nics[0]['gdr_bw_gbytes_s'] * NIC_SLOW_FACTOR, 2)
     elif name == 'cable-swap':
         if len(nics) > 3:
             nics[3]['bw_gbytes_s'] = round(nics[3]['bw_gbytes_s'] * CABLE_SWAP_FACTOR, 2)

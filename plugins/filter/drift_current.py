@@ -53,12 +53,17 @@ _value:
   type: dict
 '''
 
-from ansible.errors import AnsibleFilterError
+from ansible.errors import AnsibleFilterError, AnsibleUndefinedVariable
+from jinja2 import Undefined
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.baseline import BaselineError, current_state
 
 
 def drift_current(facts, node, timestamp, profile=None, ethtool_stats=None):
+    # An undefined argument is the caller's undefined variable (say so as one), not a bad value.
+    for name, value in (('facts', facts), ('node', node), ('timestamp', timestamp), ('profile', profile)):
+        if isinstance(value, Undefined):
+            raise AnsibleUndefinedVariable('drift_current: %s is undefined' % name)
     try:
         return current_state(facts, node, timestamp, profile, ethtool_stats)
     except BaselineError as exc:

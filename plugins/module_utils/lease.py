@@ -135,10 +135,54 @@ def try_acquire(folder, peer, holder, ttl, now=None, proc='/proc'):
     return lease
 
 
-def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time.time, sleep=time.sleep):
+def _suspect_dir(folder, peer, run):
+    _path(folder, peer)
+    if not isinstance(run, str) or not _SAFE.fullmatch(run):
+        raise LeaseError('run %r cannot name a folder (letters, digits, ".", "_" and "-" only)' % (run,))
+    return os.path.join(folder, 'suspects', run, peer)
+
+
+def suspect(folder, peer, run, node, figures):
+    """Record that ``node`` failed against ``peer`` and passed against another in ``run`` (once per node; atomic)."""
+    target = _suspect_dir(folder, peer, run)
+    if not isinstance(node, str) or not _SAFE.fullmatch(node):
+        raise LeaseError('node %r cannot name a file' % (node,))
+    try:
+        os.makedirs(target, 0o755, exist_ok=True)
+        fd = os.open(os.path.join(target, '%s.json' % node), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            return suspicions(folder, peer, run)
+        raise LeaseError('cannot record the suspicion of %s: %s' % (peer, exc))
+    with os.fdopen(fd, 'w') as handle:
+        json.dump({'node': node, 'peer': peer, 'run': run, 'figures': figures}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return suspicions(folder, peer, run)
+
+
+def suspicions(folder, peer, run):
+    """The nodes that suspect ``peer`` in ``run``, sorted."""
+    try:
+        names = os.listdir(_suspect_dir(folder, peer, run))
+    except OSError:
+        return []
+    return sorted(name[:-5] for name in names if name.endswith('.json'))
+
+
+def excluded(folder, peers, run, limit):
+    """{peer: [nodes that suspect it]} for the peers suspected by ``limit`` or more nodes of ``run`` (none when limit is 0)."""
+    if not limit or not run:
+        return {}
+    found = dict((peer, suspicions(folder, peer, run)) for peer in peers)
+    return dict((peer, nodes) for peer, nodes in found.items() if len(nodes) >= limit)
+
+
+def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time.time, sleep=time.sleep, suspect_limit=0):
     """The first of ``peers`` (in preference order) whose lease ``holder`` gets, waiting up to ``wait`` seconds.
 
-    Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait.
+    A peer that ``suspect_limit`` or more nodes of the holder's run suspect has left the pool and is never taken.
+    Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait, or all left the pool.
     """
     if not os.path.isdir(folder):
         try:
@@ -148,7 +192,12 @@ def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time
                 raise LeaseError('cannot create the lease folder %s: %s' % (folder, exc))
     started = clock()
     while True:
+        out = excluded(folder, peers, holder.get('run'), suspect_limit)
+        if len(out) == len(set(peers)):
+            return None, clock() - started
         for peer in peers:
+            if peer in out:
+                continue
             lease = try_acquire(folder, peer, holder, ttl, clock(), proc)
             if lease is not None:
                 return lease, clock() - started

@@ -102,3 +102,23 @@ def first_peer_tests(first_tests, second_measurements):
     """The first peer's graded results of the metrics the second peer re-measured (the letter shows both)."""
     remeasured = set(m.get('metric') for m in second_measurements or [])
     return [t for t in first_tests or [] if t.get('metric') in remeasured]
+
+
+def suspect_peer(first_peer_tests, final_tests, first_peer):
+    """The first peer as a suspect, when a figure it rejected was healthy against the second peer.
+
+    ``first_peer_tests``: the first peer's graded results of what was re-tested; ``final_tests``: the node's graded results
+    after the re-test (the second peer's figures for what it re-measured).  Returns {peer, figures: [{metric, subject,
+    first_peer, first_value, first_status, second_peer, second_value, second_status, unit}]} or {} when nothing clears.
+    """
+    final = dict(((t.get('metric'), t.get('subject')), t) for t in final_tests or [] if isinstance(t, dict))
+    figures = []
+    for first in first_peer_tests or []:
+        if not isinstance(first, dict) or first.get('status') != 'reject':
+            continue
+        second = final.get((first.get('metric'), first.get('subject')))
+        if second and second.get('status') == 'healthy' and second.get('peer') and second.get('peer') != first_peer:
+            figures.append({'metric': first.get('metric'), 'subject': first.get('subject'), 'unit': first.get('unit'),
+                            'first_peer': first_peer, 'first_value': first.get('value'), 'first_status': first.get('status'),
+                            'second_peer': second.get('peer'), 'second_value': second.get('value'), 'second_status': 'healthy'})
+    return {'peer': first_peer, 'figures': figures} if figures and first_peer else {}

@@ -288,7 +288,27 @@ def summary_table(nodes):
            '  '.join('-' * w for w in widths)]
     for row in rows:
         out.append('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    for peer, entry in sorted(suspect_peers(nodes).items()):
+        out.append('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
+            '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], f['first_value'], f.get('unit') or '',
+                                              f['first_peer'], f['second_value'], f['second_peer'])
+            for f in entry['figures'])))
     return '\n'.join(out) + '\n'
+
+
+def suspect_peers(nodes):
+    """{peer: {suspected_by: [nodes], left_pool, figures: [{node, metric, subject, first_value, second_value, ...}]}} from the
+    nodes' ``suspect_peer`` (a node that failed against the peer and passed against another)."""
+    found = {}
+    for name in sorted(nodes):
+        suspect = (nodes[name] or {}).get('suspect_peer') or {}
+        if not suspect.get('peer'):
+            continue
+        entry = found.setdefault(suspect['peer'], {'suspected_by': [], 'left_pool': False, 'figures': []})
+        entry['suspected_by'].append(name)
+        entry['left_pool'] = entry['left_pool'] or bool(suspect.get('left_pool'))
+        entry['figures'].extend(dict(f, node=name) for f in suspect.get('figures') or [])
+    return found
 
 
 def junit_xml(nodes):

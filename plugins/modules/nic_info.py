@@ -38,7 +38,7 @@ options:
   settings:
     description:
       - Read the link settings, driver, rings, channels and pause settings (C(ethtool DEV), C(-i), C(-g), C(-l), C(-a)).
-      - C(false) with O(counters=true) reads only the counters, one ethtool call per netdev: the cheap snapshot around a sustained test.
+      - C(false) with O(counters=true) reads only the counters, one ethtool call per netdev (the cheap snapshot around a sustained test).
     type: bool
     default: true
   counters:

@@ -16,6 +16,9 @@ description:
     its bandwidth. With O(state=acquired) the module takes the lease of the first free peer of O(peers), in order, waiting
     up to O(wait) seconds while all are busy (a work queue - a node starts as soon as any of its peers frees).
     With O(state=released) it gives the lease back if this node holds it.
+  - With O(state=suspected) it records that this node failed against the peer and passed against another (the figures in
+    O(figures)); a peer that O(suspect_limit) nodes of one run suspect leaves the pool for the rest of that run (O(state=acquired)
+    never takes it again, and returns it in RV(excluded)).
   - A lease is a file in O(lease_dir) created atomically (C(O_EXCL)), naming the node, the run and the controller process
     that holds it (pid and start time). A lease past O(ttl) seconds, or whose controller process is gone, is stale and is
     taken over, so a crashed run never blocks a peer.
@@ -26,7 +29,7 @@ options:
   state:
     description: Take (V(acquired)) or give back (V(released)) the lease.
     type: str
-    choices: [acquired, released]
+    choices: [acquired, released, suspected]
     default: acquired
   peers:
     description: With O(state=acquired), the peers to try in preference order; with O(state=released), the peer to release (one).
@@ -53,6 +56,15 @@ options:
     description: Seconds to wait for a free peer before giving up.
     type: int
     default: 86400
+  suspect_limit:
+    description: How many nodes of one run must suspect a peer before it leaves the pool; V(0) keeps every peer.
+    type: int
+    default: 2
+  figures:
+    description: With O(state=suspected), the figures that make the peer suspect (first peer's and second peer's), kept with the record.
+    type: list
+    elements: dict
+    default: []
 attributes:
   check_mode:
     description: In check mode no lease is taken or given back; the module reports which peer is free now.
@@ -100,6 +112,21 @@ released:
   description: With O(state=released), whether a lease of this node was removed.
   returned: always
   type: bool
+excluded:
+  description: With O(state=acquired), the peers of O(peers) that left the pool this run, each with the nodes that suspect it.
+  returned: when state is acquired
+  type: list
+  elements: dict
+  sample: [{peer: peer01, suspected_by: [node05, node07]}]
+suspected_by:
+  description: With O(state=suspected), every node of this run that suspects the peer, this one included.
+  returned: when state is suspected
+  type: list
+  elements: str
+left_pool:
+  description: With O(state=suspected), whether the peer has now left the pool for the rest of the run.
+  returned: when state is suspected
+  type: bool
 error_class:
   description: C(peer_busy) when no peer freed within O(wait), C(lease_error) when the lease folder is unusable; null on success.
   returned: always
@@ -126,13 +153,15 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.runner import host
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type='str', default='acquired', choices=['acquired', 'released']),
+            state=dict(type='str', default='acquired', choices=['acquired', 'released', 'suspected']),
             peers=dict(type='list', elements='str', required=True),
             node=dict(type='str', required=True),
             run=dict(type='str', required=True),
             lease_dir=dict(type='path', required=True),
             ttl=dict(type='int', default=3600),
             wait=dict(type='int', default=86400),
+            suspect_limit=dict(type='int', default=2),
+            figures=dict(type='list', elements='dict', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -151,6 +180,12 @@ def main():
     holder = {'node': params['node'], 'run': params['run']}
     peers = params['peers']
     try:
+        if params['state'] == 'suspected':
+            if module.check_mode:
+                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, suspected_by=[], left_pool=False, **SUCCESS)
+            nodes = lease.suspect(params['lease_dir'], peers[0], params['run'], params['node'], params['figures'])
+            module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False, suspected_by=nodes,
+                             left_pool=bool(params['suspect_limit']) and len(nodes) >= params['suspect_limit'], **SUCCESS)
         if params['state'] == 'released':
             if module.check_mode:
                 module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, **SUCCESS)
@@ -159,16 +194,23 @@ def main():
         if module.check_mode:
             free = [p for p in peers if lease.stale(lease.read(params['lease_dir'], p))] if os.path.isdir(params['lease_dir']) else peers
             module.exit_json(changed=False, peer=(free or [None])[0], waited_s=0.0, released=False, **SUCCESS)
-        taken, waited = lease.acquire(params['lease_dir'], peers, holder, params['ttl'], params['wait'])
+        taken, waited = lease.acquire(params['lease_dir'], peers, holder, params['ttl'], params['wait'],
+                                      suspect_limit=params['suspect_limit'])
+        out = lease.excluded(params['lease_dir'], peers, params['run'], params['suspect_limit'])
     except lease.LeaseError as exc:
         module.fail_json(msg='%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), peer=None, waited_s=0.0,
                          released=False, **failure('lease_error'))
+    left = [{'peer': peer, 'suspected_by': nodes} for peer, nodes in sorted(out.items())]
+    if taken is None and len(out) == len(set(peers)):
+        module.fail_json(msg='%s: every known-good peer of node %s left the pool, suspected by two nodes or more: %s'
+                         % (hostname(), params['node'], '; '.join('%s (%s)' % (e['peer'], ', '.join(e['suspected_by'])) for e in left)),
+                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, **failure('peer_busy'))
     if taken is None:
         module.fail_json(msg='%s: no known-good peer of %s became free for node %s within %d s'
                          % (hostname(), ', '.join(peers), params['node'], params['wait']),
-                         peer=None, waited_s=round(waited, 3), released=False, **failure('peer_busy'))
+                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, **failure('peer_busy'))
     module.exit_json(changed=True, peer=taken['peer'], waited_s=round(waited, 3), acquired_at=taken['acquired'], released=False,
-                     **SUCCESS)
+                     excluded=left, **SUCCESS)
 
 
 if __name__ == '__main__':

@@ -163,6 +163,7 @@ def main():
         files['nodes/%s.md' % name] = report.node_markdown(node)
         if node['bucket'] == 'C':
             files['letters/%s.txt' % name] = report.vendor_letter(node, module.params['sender'])
+    summary['suspect_peers'] = report.suspect_peers(nodes)
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
     # Links to the evidence bundles are relative to where the page lands.
     files['index.html'] = html_report.render_page(nodes, stamp, os.path.abspath(run_dir))

@@ -46,6 +46,7 @@ BASE = {
     'mlx_fw_info': {'devices': ['mlx5_0'], 'sysfs_root': '{tmp}'},
     'rdma_info': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']},
     'validation_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}},
+    'drift_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}, 'textfile_dir': '{tmp}/prom'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},
 }
 

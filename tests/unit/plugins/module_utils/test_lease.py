@@ -98,3 +98,23 @@ def test_the_holder_is_the_outermost_playbook_process_not_a_per_task_worker(tmp_
         (folder / 'cmdline').write_bytes(argv)
     monkeypatch.setattr(lease.os, 'getppid', lambda: 300)
     assert lease.controller_process(str(proc)) == (100, 11)
+
+
+def test_a_peer_two_nodes_suspect_leaves_the_pool_for_that_run_only(tmp_path):
+    folder = str(tmp_path / 'leases')
+    figures = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'first_value': 28.2, 'second_value': 47.0}]  # synthetic
+    assert lease.suspect(folder, 'peer01', RUN, 'node05', figures) == ['node05']
+    assert lease.suspect(folder, 'peer01', RUN, 'node05', figures) == ['node05']  # once per node
+    taken, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node06', 'run': RUN}, ttl=600, wait=0, suspect_limit=2)
+    assert taken['peer'] == 'peer01'  # one suspicion is not enough
+    lease.release(folder, 'peer01', {'node': 'node06', 'run': RUN})
+    assert lease.suspect(folder, 'peer01', RUN, 'node07', figures) == ['node05', 'node07']
+    assert lease.excluded(folder, ['peer01', 'peer02'], RUN, 2) == {'peer01': ['node05', 'node07']}
+    taken, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node08', 'run': RUN}, ttl=600, wait=0, suspect_limit=2)
+    assert taken['peer'] == 'peer02'
+    lease.release(folder, 'peer02', {'node': 'node08', 'run': RUN})
+    gone, _waited = lease.acquire(folder, ['peer01'], {'node': 'node09', 'run': RUN}, ttl=600, wait=5, suspect_limit=2)
+    assert gone is None  # at once: waiting cannot bring a peer back into the pool
+    later, _waited = lease.acquire(folder, ['peer01'], {'node': 'node09', 'run': '20261202T000000Z'}, ttl=600, wait=0, suspect_limit=2)
+    assert later['peer'] == 'peer01'
+    assert lease.excluded(folder, ['peer01'], RUN, 0) == {}

@@ -80,3 +80,18 @@ def test_a_second_peer_re_runs_only_the_rejected_re_testable_tests():
                         graded('iperf3_gbps', 'reject', '10.0.0.2'), graded('nccl_transport', 'reject', 'all_reduce')]}
     assert peer_policy.retest_tests(result) == ['iperf3', 'ib_send_bw']
     assert peer_policy.retest_tests({'tests': []}) == []
+
+
+def test_a_first_peer_is_suspect_only_for_rejects_the_second_peer_found_healthy():
+    # synthetic graded results, in the shape verdict.node_verdict returns
+    first = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'status': 'reject', 'value': 28.2, 'unit': 'GB/s', 'peer': 'peer01'},
+             {'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_1', 'status': 'reject', 'value': 30.0, 'unit': 'GB/s', 'peer': 'peer01'}]
+    final = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'status': 'healthy', 'value': 47.0, 'peer': 'peer02'},
+             {'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_1', 'status': 'reject', 'value': 30.1, 'peer': 'peer02'}]
+    found = peer_policy.suspect_peer(first, final, 'peer01')
+    assert found['peer'] == 'peer01'
+    assert [(f['subject'], f['first_value'], f['second_value'], f['second_peer']) for f in found['figures']] == [
+        ('mlx5_0', 28.2, 47.0, 'peer02')]
+    # the node itself is slow on mlx5_1 against both peers: that proves nothing against peer01
+    assert peer_policy.suspect_peer(first[1:], final, 'peer01') == {}
+    assert peer_policy.suspect_peer(first, [dict(t, peer='peer01') for t in final], 'peer01') == {}
