@@ -83,11 +83,13 @@ def retest_peer(node_result, healthy, tried, enabled=True):
 
 
 def retest_tests(node_result):
-    """The catalogue tests a second peer re-runs: the re-testable ones with a reject (what passed needs no second look)."""
+    """The catalogue tests a second peer re-runs: the re-testable ones with a reject or a marginal figure (what was healthy
+    needs no second look; a marginal figure against a peer that may be the cause proves as little as a reject)."""
     names = set()
     for test in (node_result or {}).get('tests') or []:
         metric = test.get('metric')
-        if test.get('status') == 'reject' and metric in catalogue.METRICS and catalogue.test(catalogue.test_of_metric(metric))['retest']:
+        if (test.get('status') in ('reject', 'marginal') and metric in catalogue.METRICS
+                and catalogue.test(catalogue.test_of_metric(metric))['retest']):
             names.add(catalogue.test_of_metric(metric))
     return [entry['name'] for entry in catalogue.TESTS if entry['name'] in names]
 

@@ -75,10 +75,11 @@ def test_an_explicit_healthy_peer_is_the_only_first_choice_else_any_healthy_peer
     assert peer_policy.first_peers([], 'peer01') == []
 
 
-def test_a_second_peer_re_runs_only_the_rejected_re_testable_tests():
+def test_a_second_peer_re_runs_only_the_rejected_or_marginal_re_testable_tests():
     result = {'tests': [graded('ib_send_bw_gbs', 'reject'), graded('gdr_bw_gbs', 'healthy'), graded('nccl_busbw_gbs', 'reject'),
-                        graded('iperf3_gbps', 'reject', '10.0.0.2'), graded('nccl_transport', 'reject', 'all_reduce')]}
-    assert peer_policy.retest_tests(result) == ['iperf3', 'ib_send_bw']
+                        graded('iperf3_gbps', 'reject', '10.0.0.2'), graded('nccl_transport', 'reject', 'all_reduce'),
+                        graded('all_nics_gbs', 'marginal', 'all NICs'), graded('ib_write_lat_us', 'info')]}
+    assert peer_policy.retest_tests(result) == ['iperf3', 'ib_send_bw', 'all_nics']
     assert peer_policy.retest_tests({'tests': []}) == []
 
 

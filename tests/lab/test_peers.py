@@ -1,0 +1,33 @@
+"""Known-good peers that are not: a degraded NIC on a peer must not cost a healthy node its acceptance, and the peer is named."""
+import json
+
+import pytest
+
+from tests.lab.conftest import cli
+from tests.lab.test_validate import node_result, validate
+
+pytestmark = pytest.mark.lab
+
+
+def test_a_degraded_peer_nic_sends_the_node_to_the_other_peer_which_accepts_it_and_the_peer_is_suspect(lab_session, tmp_path):  # pylint: disable=unused-argument
+    cli('up', '--profile', 'healthy-400g', '--nodes', '1', '--peers', '2', check=True)
+    cli('fault', 'peer-nic-slow', '--node', 'node01', check=True)  # node01's own peer, peer01: mlx5_0 at 60 %
+    try:
+        rc, out, reports, _evidence = validate(tmp_path)
+    finally:
+        cli('fault', 'clear')
+    assert rc == 0, out[-6000:]
+    result = node_result(reports, 'node01')
+    assert result['first_peer'] == 'peer01' and result['retested_against'] == 'peer02'
+    first = [t for t in result['first_peer_tests'] if t['metric'] == 'ib_send_bw_gbs' and t['subject'] == 'mlx5_0']
+    assert first and first[0]['status'] == 'reject' and 25 < first[0]['value'] < 32, first  # ~60 % of 47 GB/s
+    assert result['bucket'] == 'A', result['causes']
+    send = dict((t['subject'], t) for t in result['tests'] if t['metric'] == 'ib_send_bw_gbs')
+    assert send['mlx5_0']['peer'] == 'peer02' and send['mlx5_0']['status'] == 'healthy'  # which peer produced each figure
+    suspect = result['suspect_peer']
+    assert suspect['peer'] == 'peer01' and suspect['suspected_by'] == ['node01'] and suspect['left_pool'] is False
+    assert ('ib_send_bw_gbs', 'mlx5_0') in [(f['metric'], f['subject']) for f in suspect['figures']]
+    with open(str(reports / 'latest' / 'summary.json'), encoding='utf-8') as handle:
+        summary = json.load(handle)
+    assert summary['suspect_peers']['peer01']['suspected_by'] == ['node01']
+    assert 'suspect peer peer01: node01 ib_send_bw_gbs mlx5_0' in (reports / 'latest' / 'summary.txt').read_text()
