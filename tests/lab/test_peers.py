@@ -9,7 +9,7 @@ from tests.lab.test_validate import node_result, validate
 pytestmark = pytest.mark.lab
 
 
-def test_a_degraded_peer_nic_sends_the_node_to_the_other_peer_which_accepts_it_and_the_peer_is_suspect(lab_session, tmp_path):  # pylint: disable=unused-argument
+def test_a_degraded_peer_nic_sends_the_node_to_the_other_peer_that_accepts_it_and_names_the_peer(lab_session, tmp_path):  # pylint: disable=unused-argument
     cli('up', '--profile', 'healthy-400g', '--nodes', '1', '--peers', '2', check=True)
     cli('fault', 'peer-nic-slow', '--node', 'node01', check=True)  # node01's own peer, peer01: mlx5_0 at 60 %
     try:
