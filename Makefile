@@ -19,15 +19,20 @@ PEERS ?= 1
 NODE_PROFILES ?=
 FAULT ?=
 NODE ?=
+UNPINNED ?=
+PROMOTE ?=
+BENCH_JSON ?=
 
 .PHONY: help deps apt venv collection test units quality sanity lint docs build ee-context ee demo \
-        lab-up lab-down lab-status lab-fault clean
+        lab-up lab-down lab-status lab-fault bench bench-matrix clean
 
 help:
 	@echo "make demo    - set up and run validate.yml on the built-in lab"
 	@echo "make test    - run the whole test suite (units, sanity, lint, docs, lab)"
 	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1] | lab-status | lab-down"
 	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>]"
+	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
+	@echo "make bench-matrix [PROMOTE=1] [BENCH_JSON=out.json] - N 1,4,16 x P 1,2,4, the serial loop, the projection"
 
 deps: apt venv collection
 
@@ -99,7 +104,8 @@ demo: deps
 	@cat reports/latest/summary.txt
 
 lab-up: deps
-	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS) $(if $(NODE_PROFILES),--node-profiles $(NODE_PROFILES),)
+	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS) $(if $(NODE_PROFILES),--node-profiles $(NODE_PROFILES),) \
+	  $(if $(UNPINNED),--unpinned,)
 
 lab-status: deps
 	$(PY) -m lab.netval_lab status
@@ -109,6 +115,15 @@ lab-down:
 
 lab-fault: deps
 	$(PY) -m lab.netval_lab fault $(FAULT) $(if $(NODE),--node $(NODE),)
+
+# The fleet benchmark (docs/BENCH.md): brings the lab up as NODES x PEERS with no node pinned to a peer, runs
+# validate.yml under the task_timeline callback and prints the figures; its last line is
+# ratio_to_ideal=<x> overhead_per_node_s=<y> controller_peak_mib=<z> peer_overlap_s=<w>.  On the lab, not in CI.
+bench: deps
+	$(PY) scripts/bench.py --nodes $(NODES) --peers $(PEERS) $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON))
+
+bench-matrix: deps
+	$(PY) scripts/bench.py --matrix --project $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON))
 
 clean:
 	rm -rf build .cache .pytest_cache .hypothesis tests/output

@@ -1,6 +1,8 @@
 """netval lab CLI: ``python -m lab.netval_lab up|down|status|fault`` (run as root from the repo root).
 
     up --profile P --nodes N --peers M   build (or keep, when already up with the same arguments) the lab
+       [--unpinned]                      new nodes name no netval_peer: each takes the first free healthy peer
+                                         (only the inventory changes; a lab already up keeps running)
     down                                 remove every namespace, link, process and file of the lab
     status [--json]                      one line per host: role, mgmt IP, sshd, fabric links, faults
     fault NAME [--node HOST]             inject a fault (NAME=clear clears all)
@@ -124,13 +126,18 @@ def cmd_up(args):
         raise LabError('profile %s: %s' % (args.profile, exc))
     node_profiles = parse_node_profiles(args.node_profiles, args.nodes, profile, profiles)
     hardware = _hardware()
+    unpinned = bool(getattr(args, 'unpinned', False))
     started = time.time()
     current = load_lab()
     wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '')
     if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', '')) == wanted \
             and lab_is_healthy(current):
+        # Pinning is the inventory's alone: the same lab serves both, only hosts.yml is rewritten.
+        current['unpinned'] = unpinned
+        save_lab(current)
         inventory.write(current)
-        say('lab already up: profile %s, %d new node(s), %d peer(s); nothing to do' % (args.profile, args.nodes, args.peers))
+        say('lab already up: profile %s, %d new node(s), %d peer(s)%s; nothing to do'
+            % (args.profile, args.nodes, args.peers, ', unpinned' if unpinned else ''))
         print_access(current)
         return 0
     if current or netns.lab_namespaces() or netns.root_links() or os.path.exists(LAB_ROOT):
@@ -139,6 +146,7 @@ def cmd_up(args):
 
     lab = plan(args.profile, profile, args.nodes, args.peers)
     lab['node_profiles'] = args.node_profiles or ''
+    lab['unpinned'] = unpinned
     for host, (name, _loaded) in node_profiles.items():
         lab['hosts'][host]['profile'] = name
     try:
@@ -147,7 +155,8 @@ def cmd_up(args):
         say('lab up failed; removing what was built')
         netns.teardown()
         raise
-    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s)' % (time.time() - started, args.profile, args.nodes, args.peers))
+    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s)%s'
+        % (time.time() - started, args.profile, args.nodes, args.peers, ', unpinned' if unpinned else ''))
     print_access(lab)
     return 0
 
@@ -378,6 +387,9 @@ def parser():
     up.add_argument('--node-profiles', default='', help='per-node profiles of the same tier, e.g. node02=gen4-nic0,node03=platform-slow')
     up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)
     up.add_argument('--peers', type=int, default=1, help='known-good peers, 1..%d (default 1)' % MAX_PEERS)
+    up.add_argument('--unpinned', action='store_true',
+                    help='leave netval_peer out of the new nodes\' host vars: each takes whichever healthy peer frees first '
+                         '(default: each node pinned to a peer, round-robin)')
     sub.add_parser('down', help='remove everything the lab made')
     status = sub.add_parser('status', help='show hosts, sshd, fabric links, faults')
     status.add_argument('--json', action='store_true')

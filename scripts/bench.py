@@ -1,0 +1,744 @@
+"""Fleet benchmark on the built-in lab: how close validate.yml gets to the ideal queue, and what it costs per node.
+
+    .venv/bin/python scripts/bench.py --nodes N --peers P [--promote] [--json-out FILE] [--project]
+    .venv/bin/python scripts/bench.py --matrix [--project] [--promote] [--no-serial] [--json-out FILE]
+    .venv/bin/python scripts/bench.py --analyse WORK_DIR/n16-p4 [--project]
+
+Run as root from the repository root (``make bench NODES=16 PEERS=4 [PROMOTE=1]``, ``make bench-matrix``).  For one
+(N, P) it brings the lab up (``python -m lab.netval_lab up --profile healthy-400g --nodes N --peers P --unpinned``:
+no node is pinned to a peer, each takes the first free one), runs ``ansible-playbook -i inventories/lab
+playbooks/validate.yml -l new_nodes`` with the gpufleet.netval.task_timeline callback on, reads the lab's per-HCA
+ledgers while it runs, and computes (docs/BENCH.md has the formulas):
+
+    wall_s               the run's wall time (the timeline's playbook_end - playbook_start)
+    one_node_test_s      the median over the new nodes of each node's test time (task_timeline.host_costs test_s)
+    ideal_s              ceil(N / P) x one_node_test_s
+    ratio_to_ideal       wall_s / ideal_s
+    overhead_per_node_s  the median over the new nodes of: the node's time inside the plays (per play, its first task
+                         start to its last task end, summed over the plays) - its test time - its lease time (every
+                         peer_lease task: waiting for a free peer, taking and giving it back)
+    controller_peak_mib  the timeline's peak_rss_mib total
+    peer_overlap_s       seconds during which any peer HCA carried sessions of two different nodes (the ledgers'
+                         intervals through task_timeline.peer_overlap_s; 0 when the leases work)
+
+The last line of the output is always, for the last (N, P) run:
+
+    ratio_to_ideal=<x> overhead_per_node_s=<y> controller_peak_mib=<z> peer_overlap_s=<w>
+
+--matrix runs N in (1, 4, 16) x P in (1, 2, 4), P <= N, prints a table and, once per N, the naive serial loop
+(``ansible-playbook ... -l nodeXX`` for one node after the other) beside the collection's run.  --project prints the
+projection to 256 and 1,024 nodes with and without promotion.  Every run keeps its work folder (timeline, ledger
+sessions, lab layout, logs, reports, evidence) and prints where; --analyse recomputes a kept folder's figures.
+"""
+import argparse
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _importable():
+    """Make this checkout importable as ansible_collections.gpufleet.netval (as conftest.py does)."""
+    if os.path.basename(os.path.dirname(os.path.dirname(ROOT))) == 'ansible_collections':
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(ROOT))))
+        return
+    collections = os.path.join(ROOT, '.cache', 'collections')
+    link = os.path.join(collections, 'ansible_collections', 'gpufleet', 'netval')
+    if not os.path.lexists(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(ROOT, link)
+    sys.path.insert(0, collections)
+
+
+_importable()
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
+
+PROFILE = 'healthy-400g'
+MATRIX_NODES = (1, 4, 16)
+MATRIX_PEERS = (1, 2, 4)
+PROJECT_NODES = (256, 1024)
+LEDGER_POLL_S = 2.0
+# The peer lease's two tasks in playbooks/tasks/leased_tier_tests.yml, by name (tests/unit/test_bench_script.py checks them).
+TAKE_TASK = 'Wait for a free known-good peer and lease it'
+GIVE_TASK = 'Give the peer back'
+FIGURES = ('ratio_to_ideal', 'overhead_per_node_s', 'controller_peak_mib', 'peer_overlap_s')
+# The emulated perftest client's ledger label: '<tool> client to <address>:<port>' (lab/netval_lab/tools_perftest.py).
+_CLIENT_LABEL = re.compile(r' client to (?P<address>[0-9.]+):[0-9]+$')
+PROMOTE_NOTE = ('note: --promote passed -e netval_promote_accepted=true, but nothing in this run shows an accepted node '
+                'serving as a peer (no task of one new node delegated to another, no perftest session between two new '
+                'nodes): validate.yml does not promote (yet); these are the figures of a run without promotion')
+
+
+class BenchError(Exception):
+    """Something the benchmark cannot go on without; the message says what."""
+
+
+# --------------------------------------------------------------------------- pure: arithmetic
+
+def matrix_cells(nodes=MATRIX_NODES, peers=MATRIX_PEERS):
+    """The (N, P) cells of --matrix in run order: every N, then every P, a cell with more peers than nodes skipped."""
+    return [(n, p) for n in nodes for p in peers if p <= n]
+
+
+def queue_rounds(nodes, peers):
+    """ceil(N / P): how many nodes in a row one peer serves when P peers share N nodes (integers, no float rounding)."""
+    if nodes < 1 or peers < 1:
+        raise ValueError('nodes and peers must be at least 1 (got %r, %r)' % (nodes, peers))
+    return -(-nodes // peers)
+
+
+def promotion_rounds(nodes, peers):
+    """ceil(log2(N / P)) + 1, the pool doubling each round as accepted nodes become peers; at least 1.
+
+    Exact in integers: the smallest k >= 0 with P x 2^k >= N, plus one.
+    """
+    queue_rounds(nodes, peers)  # the same argument checks
+    k = 0
+    while peers * 2 ** k < nodes:
+        k += 1
+    return k + 1
+
+
+def ideal_s(nodes, peers, one_node_s):
+    """The ideal wall time: ceil(N / P) x one node's test time (every peer busy testing, no overhead)."""
+    return queue_rounds(nodes, peers) * float(one_node_s)
+
+
+def median(values):
+    """The median of a list of numbers (the mean of the middle two for an even count); None for an empty list."""
+    ordered = sorted(float(value) for value in values)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+def ratio(numerator, denominator):
+    """numerator / denominator, None when the denominator is not positive."""
+    if denominator is None or numerator is None or denominator <= 0:
+        return None
+    return float(numerator) / float(denominator)
+
+
+def last_line(figures):
+    """The benchmark's last line: the four figures with two decimals (nan for one that could not be computed)."""
+    parts = []
+    for name in FIGURES:
+        value = figures.get(name)
+        parts.append('%s=%.2f' % (name, float('nan') if value is None else float(value)))
+    return ' '.join(parts)
+
+
+# --------------------------------------------------------------------------- pure: the timeline
+
+def play_spans(doc, hosts=None):
+    """Per host: seconds inside the plays, the sum over plays of (its last task end - its first task start) in that play.
+
+    What it leaves out is the time a host waits between plays for the other hosts (the end of a play is a barrier).
+    """
+    spans = {}
+    for record in task_timeline.check_timeline(doc)['records']:
+        host = record['host']
+        if hosts is not None and host not in hosts:
+            continue
+        key = (host, record.get('play'))
+        first, last = spans.get(key, (record['start'], record['end']))
+        spans[key] = (min(first, record['start']), max(last, record['end']))
+    result = {}
+    for (host, _play), (first, last) in spans.items():
+        result[host] = result.get(host, 0.0) + max(0.0, float(last) - float(first))
+    return result
+
+
+def _lease_kind(record):
+    """'take' or 'give' for a peer_lease record of playbooks/tasks/leased_tier_tests.yml (by the name as written), None
+    for another (a suspicion, a renamed task)."""
+    name = record.get('task_template') or record.get('task') or ''
+    return {TAKE_TASK: 'take', GIVE_TASK: 'give'}.get(name)
+
+
+def _leases(doc, hosts=None):
+    """Per host, [(taken, given)] record pairs: each lease taken (TAKE_TASK) with the next lease given back (GIVE_TASK),
+    in start order; a take without a give-back (the run broke) is left out, as are skipped records.  Where neither name
+    is found (the tasks were renamed), the host's peer_lease records pair in turn: take, give back, take, ..."""
+    records = {}
+    for record in task_timeline.check_timeline(doc)['records']:
+        if task_timeline.is_lease_task(record) and record.get('status') != 'skipped' and (hosts is None or record['host'] in hosts):
+            records.setdefault(record['host'], []).append(record)
+    pairs = {}
+    for host, found in records.items():
+        found.sort(key=lambda record: (record['start'], record['end']))
+        kinds = [_lease_kind(record) for record in found]
+        if not any(kinds):
+            pairs[host] = list(zip(found[0::2], found[1::2]))
+            continue
+        pairs[host] = []
+        taken = None
+        for record, kind in zip(found, kinds):
+            if kind == 'take':
+                taken = record
+            elif kind == 'give' and taken is not None:
+                pairs[host].append((taken, record))
+                taken = None
+    return pairs
+
+
+def lease_holds(doc, hosts=None):
+    """Per host: seconds it held a peer for its tests, summed over its leases: from the end of the task that took the
+    lease to the start of the task that gives it back."""
+    return dict((host, sum(max(0.0, float(given['start']) - float(taken['end'])) for taken, given in pairs))
+                for host, pairs in _leases(doc, hosts).items())
+
+
+def lease_handovers(doc, hosts=None):
+    """Seconds from a peer given back to the next node holding it: for every lease that had to wait (another host
+    started giving a lease back while it waited), its take's end minus the latest such give-back's start; sorted."""
+    pairs = _leases(doc, hosts)
+    gives = [(float(given['start']), host) for host, found in pairs.items() for _taken, given in found]
+    gaps = []
+    for host, found in pairs.items():
+        for taken, _given in found:
+            during = [when for when, other in gives if other != host and float(taken['start']) < when <= float(taken['end'])]
+            if during:
+                gaps.append(float(taken['end']) - max(during))
+    return sorted(gaps)
+
+
+def host_rows(doc, hosts=None):
+    """Per new node, sorted by name: task_timeline.host_costs (wall_s, test_s, lease_s, ...) plus in_plays_s,
+    between_plays_s (= wall_s - in_plays_s), hold_s (lease_holds) and overhead_s = in_plays_s - test_s - lease_s (>= 0)."""
+    wanted = set(hosts) if hosts is not None else None
+    spans = play_spans(doc, wanted)
+    holds = lease_holds(doc, wanted)
+    rows = []
+    for row in task_timeline.host_costs(doc):
+        if wanted is not None and row['host'] not in wanted:
+            continue
+        in_plays = spans.get(row['host'], 0.0)
+        row = dict(row, in_plays_s=in_plays, between_plays_s=max(0.0, row['wall_s'] - in_plays),
+                   hold_s=holds.get(row['host'], 0.0),
+                   overhead_s=max(0.0, in_plays - row['test_s'] - row['lease_s']))
+        rows.append(row)
+    return rows
+
+
+def promoted_in_timeline(doc, addresses):
+    """[(host, other)] for every record of a new node delegated to another new node (``addresses``: node -> ansible_host):
+    what a promoted node serving as a peer looks like in the timeline."""
+    by_address = dict((address, host) for host, address in (addresses or {}).items() if address)
+    found = set()
+    for record in task_timeline.check_timeline(doc)['records']:
+        for address in record.get('delegated_to') or []:
+            other = by_address.get(address)
+            if other and other != record['host'] and record['host'] in addresses:
+                found.add((record['host'], other))
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------- pure: the ledgers
+
+def merge_ledger(store, host, device, book, seen_at):
+    """Fold one read of ``nodes/<host>/ledger/<device>.json`` into ``store`` (key 'host/device/id' -> session).
+
+    A session is kept with host, device, id, label, start, end (None while open) and last_seen (when a read last
+    showed it open); a later read that shows its end wins.  The lab drops finished sessions from a ledger 120 s after
+    they end, so the benchmark reads the ledgers every few seconds while the playbook runs.
+    """
+    if isinstance(book, list):  # a ledger written before counters were kept
+        book = {'sessions': book}
+    if not isinstance(book, dict):
+        return store
+    for entry in book.get('sessions') or []:
+        if not isinstance(entry, dict) or not entry.get('id') or not isinstance(entry.get('start'), (int, float)):
+            continue
+        key = '%s/%s/%s' % (host, device, entry['id'])
+        end = entry.get('end') if isinstance(entry.get('end'), (int, float)) else None
+        known = store.get(key)
+        if known is None:
+            known = store[key] = {'host': host, 'device': device, 'id': entry['id'], 'label': entry.get('label') or '',
+                                  'start': float(entry['start']), 'end': None, 'last_seen': float(seen_at)}
+        if end is not None:
+            known['end'] = float(end)
+        elif known['end'] is None:
+            known['last_seen'] = max(known['last_seen'], float(seen_at))
+    return store
+
+
+def session_intervals(store, nodes, peers, fabric_hosts=None, window=None):
+    """The peer HCA sessions as task_timeline.peer_overlap_s takes them, [(peer, hca, node, start, end)], and how many
+    peer sessions could not be given a node.
+
+    A session's node is the new node whose own ledger holds the same session id (both ends of a perftest session enter
+    it under one id); failing that, the address a peer-side client label names ('... client to <ip>:<port>', looked up
+    in ``fabric_hosts``, address -> host).  Rail ledgers (device 'rail-...') are not HCAs and are left out.  A session
+    still open at the last read ends at that read.  ``window`` (start, end): only sessions that start inside it, ends
+    clipped to it.
+    """
+    nodes, peers = set(nodes), set(peers)
+    owner = {}
+    for session in store.values():
+        if session['host'] in nodes:
+            owner.setdefault(session['id'], session['host'])
+    intervals = []
+    unattributed = 0
+    for session in sorted(store.values(), key=lambda s: (s['host'], s['device'], s['start'], s['id'])):
+        if session['host'] not in peers or session['device'].startswith('rail-'):
+            continue
+        start = session['start']
+        end = session['end'] if session['end'] is not None else session['last_seen']
+        if window is not None:
+            if not window[0] <= start <= window[1]:
+                continue
+            end = min(end, window[1])
+        node = owner.get(session['id'])
+        if node is None:
+            match = _CLIENT_LABEL.search(session['label'])
+            node = (fabric_hosts or {}).get(match.group('address')) if match else None
+            if node not in nodes:
+                node = None
+        if node is None:
+            unattributed += 1
+            continue
+        intervals.append((session['host'], session['device'], node, start, end))
+    return intervals, unattributed
+
+
+def promoted_in_ledgers(store, nodes):
+    """[(node, node)] pairs of new nodes whose ledgers share a session id: two new nodes measured each other."""
+    nodes = set(nodes)
+    holders = {}
+    for session in store.values():
+        if session['host'] in nodes and not session['device'].startswith('rail-'):
+            holders.setdefault(session['id'], set()).add(session['host'])
+    pairs = set()
+    for hosts in holders.values():
+        if len(hosts) > 1:
+            ordered = sorted(hosts)
+            pairs.update((a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:])
+    return sorted(pairs)
+
+
+# --------------------------------------------------------------------------- pure: the lab layout
+
+def lab_roles(lab):
+    """(new nodes, peers, node -> ansible_host, fabric address -> host) of a lab.json."""
+    hosts = lab.get('hosts') or {}
+    order = lab.get('order') or sorted(hosts)
+    nodes = [h for h in order if (hosts.get(h) or {}).get('role') == 'new']
+    peers = [h for h in order if (hosts.get(h) or {}).get('role') == 'peer']
+    addresses = dict((h, (hosts.get(h) or {}).get('mgmt_ip')) for h in nodes)
+    fabric = {}
+    for link in lab.get('links') or []:
+        fabric[link.get('node_ip')] = link.get('node')
+        fabric[link.get('peer_ip')] = link.get('peer')
+    return nodes, peers, addresses, fabric
+
+
+# --------------------------------------------------------------------------- pure: the figures
+
+def figures(doc, nodes_count, peers_count, intervals, hosts=None):
+    """Every figure of one run from its timeline and its peer HCA intervals (see the module docstring)."""
+    rows = host_rows(doc, hosts)
+    wall = max(0.0, float(doc['playbook_end']) - float(doc['playbook_start']))
+    one_node = median([row['test_s'] for row in rows])
+    ideal = ideal_s(nodes_count, peers_count, one_node) if one_node is not None else None
+    hold = median([row['hold_s'] for row in rows if row['hold_s'] > 0])
+    handovers = lease_handovers(doc, set(hosts) if hosts is not None else None)
+    handover = median(handovers) if handovers else 0.0
+    peer_time = hold if hold is not None else one_node   # no lease in the timeline: the tests alone
+    rss = doc.get('peak_rss_mib') or {}
+    peak = rss.get('total')
+    return {
+        'nodes': nodes_count, 'peers': peers_count, 'queue_rounds': queue_rounds(nodes_count, peers_count),
+        'wall_s': wall,
+        'one_node_test_s': one_node,
+        'ideal_s': ideal,
+        'ratio_to_ideal': ratio(wall, ideal),
+        'overhead_per_node_s': median([row['overhead_s'] for row in rows]),
+        'overhead_with_barriers_per_node_s': median([max(0.0, row['overhead_s'] + row['between_plays_s']) for row in rows]),
+        'lease_per_node_s': median([row['lease_s'] for row in rows]),
+        'hold_per_node_s': hold,
+        'handover_s': handover,
+        'handovers': len(handovers),
+        'per_node_peer_s': peer_time + handover if peer_time is not None else None,
+        'controller_peak_mib': float(peak) if isinstance(peak, (int, float)) else None,
+        'peer_overlap_s': task_timeline.peer_overlap_s(intervals),
+        'hosts': rows,
+    }
+
+
+def fixed_s(figs):
+    """What the queue does not explain: wall_s - ceil(N / P) x per_node_peer_s, at least 0 (None without a per-node time)."""
+    if figs.get('per_node_peer_s') is None:
+        return None
+    return max(0.0, figs['wall_s'] - queue_rounds(figs['nodes'], figs['peers']) * figs['per_node_peer_s'])
+
+
+def projection(per_node_peer, fixed, peers, nodes_list=PROJECT_NODES):
+    """Rows nodes, peers, rounds and wall_s without promotion (ceil(N/P)) and with it (promotion_rounds), each
+    wall ~ rounds x per_node_peer + fixed."""
+    rows = []
+    for nodes in nodes_list:
+        plain = queue_rounds(nodes, peers)
+        doubling = promotion_rounds(nodes, peers)
+        rows.append({'nodes': nodes, 'peers': peers, 'per_node_peer_s': per_node_peer, 'fixed_s': fixed,
+                     'rounds': plain, 'wall_s': plain * per_node_peer + fixed,
+                     'promoted_rounds': doubling, 'promoted_wall_s': doubling * per_node_peer + fixed})
+    return rows
+
+
+def projection_bases(cells):
+    """Per P, the measured cell the projection rests on: the one with the most nodes (the last run of them on a tie)."""
+    bases = {}
+    for cell in cells:
+        figs = cell['figures']
+        if figs.get('per_node_peer_s') is None:
+            continue
+        best = bases.get(figs['peers'])
+        if best is None or figs['nodes'] >= best['nodes']:
+            bases[figs['peers']] = figs
+    return [bases[p] for p in sorted(bases)]
+
+
+# --------------------------------------------------------------------------- pure: output
+
+def number(value, digits=2):
+    return '-' if value is None else '%.*f' % (digits, value)
+
+
+def table(headers, rows):
+    """Plain-text table, first column left-aligned, the others right-aligned."""
+    cells = [list(headers)] + [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(row[index]) for row in cells) for index in range(len(headers))]
+    lines = []
+    for count, row in enumerate(cells):
+        lines.append('  '.join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        if count == 0:
+            lines.append('  '.join('-' * width for width in widths))
+    return '\n'.join(lines)
+
+
+def cell_lines(figs):
+    """The figures of one run, one per line, then its per-node table."""
+    lines = [
+        'N=%d P=%d: wall_s=%s one_node_test_s=%s ideal_s=%s (= ceil(%d/%d)=%d x %s)' % (
+            figs['nodes'], figs['peers'], number(figs['wall_s']), number(figs['one_node_test_s']), number(figs['ideal_s']),
+            figs['nodes'], figs['peers'], figs['queue_rounds'], number(figs['one_node_test_s'])),
+        '  ratio_to_ideal=%s overhead_per_node_s=%s (with the waits between plays: %s) lease_per_node_s=%s '
+        'controller_peak_mib=%s peer_overlap_s=%s' % (
+            number(figs['ratio_to_ideal']), number(figs['overhead_per_node_s']), number(figs['overhead_with_barriers_per_node_s']),
+            number(figs['lease_per_node_s']), number(figs['controller_peak_mib']), number(figs['peer_overlap_s'])),
+        '  per_node_peer_s=%s (peer hold %s + handover %s over %d waiting lease(s)); peer sessions %s, %s without a node%s' % (
+            number(figs['per_node_peer_s']), number(figs.get('hold_per_node_s')), number(figs.get('handover_s')),
+            figs.get('handovers') or 0, figs.get('peer_sessions', '-'), figs.get('peer_sessions_unattributed', '-'),
+            '; promoted: %s' % ', '.join('%s<->%s' % tuple(pair) for pair in figs['promoted']) if figs.get('promoted') else ''),
+    ]
+    rows = [(row['host'], number(row['wall_s']), number(row['in_plays_s']), number(row['test_s']), number(row['lease_s']),
+             number(row['hold_s']), number(row['overhead_s'])) for row in figs['hosts']]
+    lines.append(table(('host', 'wall s', 'in plays s', 'test s', 'lease s', 'peer held s', 'overhead s'), rows))
+    return lines
+
+
+def matrix_lines(cells):
+    """The --matrix table: one row per cell, the serial loop's wall time beside the collection's."""
+    rows = []
+    for cell in cells:
+        figs = cell['figures']
+        serial = cell.get('serial_loop_s')
+        process = cell.get('process_wall_s')
+        rows.append((figs['nodes'], figs['peers'], number(figs['wall_s']), number(figs['one_node_test_s']), number(figs['ideal_s']),
+                     number(figs['ratio_to_ideal']), number(figs['overhead_per_node_s']), number(figs['controller_peak_mib']),
+                     number(figs['peer_overlap_s']), number(process), number(serial), number(ratio(serial, process))))
+    return [table(('N', 'P', 'wall s', 'test s', 'ideal s', 'ratio', 'overhead/node s', 'peak MiB', 'overlap s',
+                   'process s', 'serial loop s', 'serial/process'), rows)]
+
+
+def projection_lines(bases, nodes_list=PROJECT_NODES):
+    """The projection, its formulas and the measured numbers it rests on."""
+    lines = ['Projection (measured costs; fixed = wall_s - ceil(N/P) x per_node_peer_s of the measured run, at least 0):',
+             '  without promotion: wall ~ ceil(N/P) x per_node_peer_s + fixed_s',
+             '  with promotion:    rounds = ceil(log2(N/P)) + 1 (the pool doubles each round), wall ~ rounds x per_node_peer_s + fixed_s']
+    rows = []
+    for figs in bases:
+        fixed = fixed_s(figs)
+        lines.append('  from N=%d P=%d: per_node_peer_s=%s (median peer hold %s + median handover %s over %d waiting lease(s)), '
+                     'wall_s=%s, fixed_s=%s' % (
+                         figs['nodes'], figs['peers'], number(figs['per_node_peer_s']), number(figs.get('hold_per_node_s')),
+                         number(figs.get('handover_s')), figs.get('handovers') or 0, number(figs['wall_s']), number(fixed)))
+        for row in projection(figs['per_node_peer_s'], fixed, figs['peers'], nodes_list):
+            rows.append((row['nodes'], row['peers'], row['rounds'], number(row['wall_s']), number(row['wall_s'] / 3600.0),
+                         row['promoted_rounds'], number(row['promoted_wall_s']), number(row['promoted_wall_s'] / 3600.0)))
+    if not rows:
+        return lines + ['  (no measured run with a per-node peer time to project from)']
+    return lines + [table(('N', 'P', 'rounds', 'wall s', 'wall h', 'promoted rounds', 'promoted wall s', 'promoted wall h'), rows)]
+
+
+def analyse(doc, store, lab):
+    """Figures, peer-session counts and promotion evidence of one run from its timeline, ledger sessions and lab.json."""
+    nodes, peers, addresses, fabric = lab_roles(lab)
+    window = (float(doc['playbook_start']), float(doc['playbook_end']))
+    intervals, unattributed = session_intervals(store, nodes, peers, fabric, window)
+    figs = figures(doc, int(lab.get('nodes') or len(nodes)), int(lab.get('peers') or len(peers)), intervals, nodes or None)
+    figs['peer_sessions'] = len(intervals)
+    figs['peer_sessions_unattributed'] = unattributed
+    figs['promoted'] = [list(pair) for pair in promoted_in_timeline(doc, addresses)] + \
+        [list(pair) for pair in promoted_in_ledgers(store, nodes)]
+    return figs
+
+
+# --------------------------------------------------------------------------- the lab and the runs
+
+def read_ledgers(nodes_root, store, seen_at=None):
+    """Fold every ledger under ``nodes_root`` (``<host>/ledger/<device>.json``) into ``store``, each read under a shared lock."""
+    seen_at = time.time() if seen_at is None else seen_at
+    try:
+        hosts = sorted(os.listdir(nodes_root))
+    except OSError:
+        return store
+    for host in hosts:
+        folder = os.path.join(nodes_root, host, 'ledger')
+        try:
+            names = sorted(name for name in os.listdir(folder) if name.endswith('.json'))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), encoding='utf-8') as handle:
+                    fcntl.flock(handle, fcntl.LOCK_SH)
+                    book = json.loads(handle.read() or '{}')
+            except (OSError, ValueError):
+                continue
+            merge_ledger(store, host, name[:-len('.json')], book, seen_at)
+    return store
+
+
+class LedgerPoller(object):
+    """Reads the ledgers every LEDGER_POLL_S seconds in a thread while a playbook runs, and once more at the end."""
+
+    def __init__(self, nodes_root, interval=LEDGER_POLL_S):
+        self.nodes_root = nodes_root
+        self.interval = interval
+        self.store = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name='ledger-poller', daemon=True)
+        self._lock = threading.Lock()
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                read_ledgers(self.nodes_root, self.store)
+
+    def __enter__(self):
+        with self._lock:
+            read_ledgers(self.nodes_root, self.store)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        read_ledgers(self.nodes_root, self.store)
+        return False
+
+
+def say(line=''):
+    sys.stdout.write(line + '\n')
+    sys.stdout.flush()
+
+
+def run_logged(argv, log_path, env=None):
+    """Run ``argv`` (a list, no shell) from the repository root, its output into ``log_path``; (rc, seconds)."""
+    started = time.monotonic()
+    with open(log_path, 'a', encoding='utf-8') as log:
+        log.write('$ %s\n' % ' '.join(argv))
+        log.flush()
+        proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False)
+    return proc.returncode, time.monotonic() - started
+
+
+def tail(path, count=25):
+    try:
+        with open(path, encoding='utf-8', errors='replace') as handle:
+            return handle.read().splitlines()[-count:]
+    except OSError:
+        return []
+
+
+def lab_up_argv(python, nodes, peers):
+    return [python, '-m', 'lab.netval_lab', 'up', '--profile', PROFILE, '--nodes', str(nodes), '--peers', str(peers), '--unpinned']
+
+
+def playbook_argv(ansible_playbook, limit, report_root, evidence_dir, promote):
+    argv = [ansible_playbook, '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', limit,
+            '-e', 'report_root=%s' % report_root, '-e', 'evidence_controller_dir=%s' % evidence_dir]
+    if promote:
+        argv += ['-e', 'netval_promote_accepted=true']
+    return argv
+
+
+def playbook_env(timeline=None, base=None):
+    """The playbook's environment: this checkout as the collection, the repository's ansible.cfg, the timeline callback."""
+    env = dict(os.environ if base is None else base)
+    env['ANSIBLE_COLLECTIONS_PATH'] = os.path.join(ROOT, '.cache', 'collections')
+    env['ANSIBLE_CONFIG'] = os.path.join(ROOT, 'ansible.cfg')
+    if timeline:
+        env['ANSIBLE_CALLBACKS_ENABLED'] = 'gpufleet.netval.task_timeline'
+        env['NETVAL_TASK_TIMELINE'] = timeline
+    else:
+        env.pop('NETVAL_TASK_TIMELINE', None)
+    return env
+
+
+def default_ansible_playbook():
+    sibling = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    return sibling if os.path.exists(sibling) else (shutil.which('ansible-playbook') or 'ansible-playbook')
+
+
+def read_json(path):
+    with open(path, encoding='utf-8') as handle:
+        return json.load(handle)
+
+
+def write_json(path, data):
+    tmp = path + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as handle:
+        json.dump(data, handle, indent=1, sort_keys=True)
+        handle.write('\n')
+    os.replace(tmp, path)
+
+
+def analyse_dir(folder):
+    """Figures of a kept work folder (timeline.json, ledgers.json, lab.json)."""
+    doc = task_timeline.read_timeline(os.path.join(folder, 'timeline.json'))
+    store = read_json(os.path.join(folder, 'ledgers.json'))
+    lab = read_json(os.path.join(folder, 'lab.json'))
+    return analyse(doc, store, lab)
+
+
+def run_cell(args, nodes, peers, work):
+    """Bring the lab up as N x P unpinned, run validate.yml on every new node under the callback; the cell's results."""
+    folder = os.path.join(work, 'n%d-p%d' % (nodes, peers))
+    os.makedirs(folder, exist_ok=True)
+    say('== N=%d P=%d: lab up (log %s)' % (nodes, peers, os.path.join(folder, 'lab-up.log')))
+    rc, _seconds = run_logged(lab_up_argv(args.python, nodes, peers), os.path.join(folder, 'lab-up.log'))
+    if rc != 0:
+        raise BenchError('lab up --nodes %d --peers %d failed (rc %d):\n%s' % (nodes, peers, rc, '\n'.join(tail(os.path.join(folder, 'lab-up.log')))))
+    shutil.copyfile(os.path.join(args.lab_root, 'lab.json'), os.path.join(folder, 'lab.json'))
+    timeline = os.path.join(folder, 'timeline.json')
+    argv = playbook_argv(args.ansible_playbook, 'new_nodes', os.path.join(folder, 'reports'), os.path.join(folder, 'evidence'), args.promote)
+    log = os.path.join(folder, 'playbook.log')
+    say('== N=%d P=%d: %s (log %s)' % (nodes, peers, ' '.join(argv), log))
+    with LedgerPoller(os.path.join(args.lab_root, 'nodes'), args.poll_s) as poller:
+        rc, process_wall = run_logged(argv, log, playbook_env(timeline))
+    write_json(os.path.join(folder, 'ledgers.json'), poller.store)
+    if not os.path.exists(timeline):
+        raise BenchError('ansible-playbook (rc %d) wrote no task timeline at %s:\n%s' % (rc, timeline, '\n'.join(tail(log))))
+    if rc != 0:
+        say('warning: ansible-playbook exited %d (see %s); the figures below are of that run' % (rc, log))
+    figs = analyse_dir(folder)
+    cell = {'figures': figs, 'rc': rc, 'process_wall_s': process_wall, 'folder': folder, 'promote': bool(args.promote)}
+    write_json(os.path.join(folder, 'cell.json'), cell)
+    return cell
+
+
+def run_serial_loop(args, nodes, work, peers):
+    """The naive operator loop on the lab as it is: validate.yml -l nodeXX for one node after the other; (total seconds,
+    the runs that failed)."""
+    folder = os.path.join(work, 'serial-n%d' % nodes)
+    os.makedirs(folder, exist_ok=True)
+    log = os.path.join(folder, 'playbook.log')
+    say('== serial loop over N=%d nodes (P=%d), one ansible-playbook -l nodeXX at a time (log %s)' % (nodes, peers, log))
+    started = time.monotonic()
+    failed = []
+    for index in range(1, nodes + 1):
+        host = 'node%02d' % index
+        argv = playbook_argv(args.ansible_playbook, host, os.path.join(folder, host, 'reports'), os.path.join(folder, host, 'evidence'),
+                             args.promote)
+        rc, _seconds = run_logged(argv, log, playbook_env(None))
+        if rc != 0:
+            failed.append('%s rc %d' % (host, rc))
+    total = time.monotonic() - started
+    if failed:
+        say('warning: serial loop runs failed: %s (see %s)' % (', '.join(failed), log))
+    return total, failed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description='Fleet benchmark of validate.yml on the lab (docs/BENCH.md).')
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument('--matrix', action='store_true', help='N in 1,4,16 x P in 1,2,4 (P <= N), with the serial loop per N')
+    mode.add_argument('--analyse', metavar='FOLDER', help='recompute the figures of a kept cell folder; runs nothing')
+    parser.add_argument('--nodes', type=int, default=2, help='new nodes N (default 2)')
+    parser.add_argument('--peers', type=int, default=1, help='known-good peers P (default 1)')
+    parser.add_argument('--promote', action='store_true', help='pass -e netval_promote_accepted=true to the playbook')
+    parser.add_argument('--project', action='store_true', help='project the wall time to 256 and 1,024 nodes')
+    parser.add_argument('--no-serial', action='store_true', help='--matrix without the serial loop')
+    parser.add_argument('--json-out', metavar='FILE', help='also write the results as JSON to FILE')
+    parser.add_argument('--work-dir', metavar='DIR', help='where the runs keep their files (default: a new /tmp/netval-bench-*)')
+    parser.add_argument('--lab-root', default=os.environ.get('NETVAL_LAB_ROOT', '/run/netval-lab'), help=argparse.SUPPRESS)
+    parser.add_argument('--python', default=sys.executable, help=argparse.SUPPRESS)
+    parser.add_argument('--ansible-playbook', default=None, help=argparse.SUPPRESS)
+    parser.add_argument('--poll-s', type=float, default=LEDGER_POLL_S, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.ansible_playbook = args.ansible_playbook or default_ansible_playbook()
+    try:
+        if args.analyse:
+            results = {'mode': 'analyse', 'cells': [{'figures': analyse_dir(args.analyse), 'folder': args.analyse}]}
+        else:
+            if not args.matrix and (args.nodes < 1 or args.peers < 1):
+                raise BenchError('--nodes and --peers must be at least 1 (got N=%d P=%d)' % (args.nodes, args.peers))
+            work = args.work_dir or tempfile.mkdtemp(prefix='netval-bench-')
+            os.makedirs(work, exist_ok=True)
+            say('bench: work folder %s' % work)
+            results = {'mode': 'matrix' if args.matrix else 'single', 'promote': bool(args.promote), 'work_dir': work, 'cells': []}
+            cells = matrix_cells() if args.matrix else [(args.nodes, args.peers)]
+            serial = {}
+            for nodes, peers in cells:
+                cell = run_cell(args, nodes, peers, work)
+                if args.matrix and not args.no_serial and nodes not in serial:
+                    serial[nodes] = run_serial_loop(args, nodes, work, peers)
+                cell['serial_loop_s'], cell['serial_loop_failed'] = serial.get(nodes, (None, []))
+                results['cells'].append(cell)
+                say('\n'.join(cell_lines(cell['figures'])))
+    except (BenchError, OSError, ValueError) as exc:
+        sys.stderr.write('bench: error: %s\n' % exc)
+        return 1
+    out = []
+    if results['mode'] == 'analyse':
+        out += cell_lines(results['cells'][0]['figures'])
+    if results['mode'] == 'matrix':
+        out += ['', 'Matrix (process s: the collection\'s ansible-playbook; serial loop s: one ansible-playbook -l nodeXX '
+                'per node in turn, once per N, beside each P)'] + matrix_lines(results['cells'])
+    if args.project:
+        bases = projection_bases(results['cells'])
+        results['projection'] = [dict(row, measured_nodes=figs['nodes']) for figs in bases
+                                 for row in projection(figs['per_node_peer_s'], fixed_s(figs), figs['peers'])]
+        out += [''] + projection_lines(bases)
+    if args.promote and not any(cell['figures']['promoted'] for cell in results['cells']):
+        out += ['', PROMOTE_NOTE]
+    if results.get('work_dir'):
+        out += ['', 'bench: kept %s (timeline.json, ledgers.json, playbook.log per cell; --analyse FOLDER recomputes); '
+                'the lab stays up (make lab-down)' % results['work_dir']]
+    if args.json_out:
+        write_json(args.json_out, results)
+        out += ['bench: wrote %s' % args.json_out]
+    if results.get('work_dir'):
+        write_json(os.path.join(results['work_dir'], 'bench.json'), results)
+    out += [last_line(results['cells'][-1]['figures'])]
+    say('\n'.join(out))
+    return 0 if all(cell.get('rc', 0) == 0 and not cell.get('serial_loop_failed') for cell in results['cells']) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
