@@ -286,3 +286,11 @@ def test_dcgmi_fail_all_names_the_test_and_every_gpu():
     assert 'GPU Memory: fail on all GPUs (GPU 0, 1, 2, 3, 4, 5, 6, 7)' in cause[0]['detail']
     # The skipped tests after the failure are not failures of their own.
     assert 'PCIe' not in cause[0]['detail'] and result['bucket'] == 'C'
+
+
+def test_a_pause_storm_with_every_nic_slow_names_pfc_first_not_the_platform():
+    # The runbook's "iperf3 fine, RDMA slow ... PFC misconfigured on the switch": pause frames explain the slow NICs.
+    result = run(rdma([31.0] * 8) + [figure('all_nics_gbs', 'all NICs', 248.0), figure('iperf3_gbps', '10.0.10.2', 20.0)]
+                 + [figure('pause_per_s', 'ens%dnp0' % i, 150000.0) for i in range(8)])
+    names = [c['cause'] for c in result['causes']]
+    assert names[0] == 'pfc_pause' and 'platform_aggregate' in names, names
