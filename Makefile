@@ -30,7 +30,7 @@ help:
 	@echo "make demo    - set up and run validate.yml on the built-in lab"
 	@echo "make test    - run the whole test suite (units, sanity, lint, docs, lab)"
 	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1] | lab-status | lab-down"
-	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>]"
+	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>] [SIDE=node|peer (mtu-mismatch)]"
 	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
 	@echo "make bench-matrix [PROMOTE=1] [BENCH_JSON=out.json] - N 1,4,16 x P 1,2,4, the serial loop, the projection"
 
@@ -114,7 +114,7 @@ lab-down:
 	$(PY) -m lab.netval_lab down
 
 lab-fault: deps
-	$(PY) -m lab.netval_lab fault $(FAULT) $(if $(NODE),--node $(NODE),)
+	$(PY) -m lab.netval_lab fault $(FAULT) $(if $(NODE),--node $(NODE),) $(if $(SIDE),--side $(SIDE),)
 
 # The fleet benchmark (docs/BENCH.md): brings the lab up as NODES x PEERS with no node pinned to a peer, runs
 # validate.yml under the task_timeline callback and prints the figures; its last line is

@@ -23,6 +23,7 @@ REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'peer-down', 'port-busy
 PEER_FAULTS = {'peer-nic-slow': 'nic0-slow'}
 EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap') + tuple(PEER_FAULTS)
 SLOW_LINK_RATE = '1gbit'
+MISMATCH_MTU = 1500
 
 
 def say(msg):
@@ -299,6 +300,12 @@ def _node_link(lab, node):
     return [link for link in lab['links'] if link['node'] == node and link['peer'] == peer][0]
 
 
+def _set_fabric_mtu(host, ifname, mtu):
+    """The veth's MTU, mirrored into the emulated sysfs of the NIC that stands for it (what nic_info and jumbo_ping read)."""
+    netns.set_mtu(host, ifname, mtu)
+    _hardware().set_netdev_mtu(node_dir(host), ifname, mtu)
+
+
 def _state_nic(node, ifname):
     """The emulated NIC that stands for a fabric link (its PCI address and netdev name for kernel-log lines)."""
     try:
@@ -337,8 +344,13 @@ def cmd_fault(args):
         netns.shape(peer, link['peer_if'], SLOW_LINK_RATE)
         record['rate'] = SLOW_LINK_RATE
     elif name == 'mtu-mismatch':
-        netns.set_mtu(peer, link['peer_if'], 1500)
-        record['mtu'] = {node: netns.FABRIC_MTU, peer: 1500}
+        # The node's end by default: an OS update resetting the interface config is what drift must see; the far
+        # end (--side peer) is visible only to real packets, the jumbo ping of a validation.
+        host, ifname = (peer, link['peer_if']) if args.side == 'peer' else (node, link['node_if'])
+        _set_fabric_mtu(host, ifname, MISMATCH_MTU)
+        record['mtu'] = {node: netns.FABRIC_MTU, peer: netns.FABRIC_MTU}
+        record['mtu'][host] = MISMATCH_MTU
+        record['side'] = args.side
     elif name == 'link-flap':
         nic = _state_nic(node, link['node_if'])
         record['pid'] = netns.start_flap(link, nic)
@@ -364,7 +376,7 @@ def clear_faults(lab):
     for link in lab['links']:
         for host, ifname in ((link['node'], link['node_if']), (link['peer'], link['peer_if'])):
             netns.unshape(host, ifname)
-            netns.set_mtu(host, ifname, netns.FABRIC_MTU)
+            _set_fabric_mtu(host, ifname, netns.FABRIC_MTU)
             netns.set_link(host, ifname, True)
     for host in lab['order']:
         netns.stop_pidfile(os.path.join(node_dir(host), 'busy-ports.pid'))
@@ -396,6 +408,8 @@ def parser():
     fault = sub.add_parser('fault', help='inject a fault: %s; or clear' % ', '.join(REAL_FAULTS + EMULATED_FAULTS))
     fault.add_argument('name')
     fault.add_argument('--node', help='new node to break (default: the first)')
+    fault.add_argument('--side', choices=('node', 'peer'), default='node',
+                       help="mtu-mismatch: which end of the node's fabric link drops to %d (default node)" % MISMATCH_MTU)
     return top
 
 

@@ -325,6 +325,23 @@ def clear_faults(node_dir):
     return _rebuild(node_dir, [])
 
 
+def set_netdev_mtu(node_dir, netdev, mtu):
+    """The MTU of an emulated netdev (interface configuration, not a fault: it survives clear_faults); no-op for
+    a netdev the host's emulated NICs do not have."""
+    for name in ('state.base.json', 'state.json'):
+        state = _load(node_dir, name)
+        nics = [nic for nic in state['nics'] if nic.get('netdev') == netdev]
+        if not nics:
+            return None
+        for nic in nics:
+            nic['netdev_mtu'] = mtu
+        if name == 'state.json':
+            write_state(node_dir, state)
+        else:
+            atomic_write(os.path.join(node_dir, name), json.dumps(state, indent=1, sort_keys=True) + '\n')
+    return mtu
+
+
 # ----------------------------------------------------------------------------- trees
 
 def write_state(node_dir, state):
@@ -399,7 +416,9 @@ def render_sys(root, state):
                         'port_rcv_remote_physical_errors', 'local_link_integrity_errors', 'excessive_buffer_overrun_errors'):
             atomic_write(os.path.join(port, 'counters', counter), '0\n')
         net = os.path.join(dev, 'net', nic['netdev'])
-        for key, value in (('mtu', 4092 if nic['link_layer'] == 'InfiniBand' else 9000), ('address', nic['mac']),
+        # A NIC that stands for a fabric veth has the veth's jumbo MTU whatever its link layer (IPoIB would be 4092).
+        default_mtu = 9000 if nic.get('fabric') or nic['link_layer'] != 'InfiniBand' else 4092
+        for key, value in (('mtu', nic.get('netdev_mtu') or default_mtu), ('address', nic['mac']),
                            ('operstate', 'up' if nic['state'] == 'ACTIVE' else 'down'),
                            ('speed', nic['rate_gbps'] * 1000 if nic['state'] == 'ACTIVE' else -1)):
             atomic_write(os.path.join(net, key), '%s\n' % value)

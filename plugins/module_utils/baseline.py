@@ -36,7 +36,7 @@ The document (schema ``gpufleet.netval/baseline``, ``schema_version`` 1)::
                             upstream: [{bdf, lnksta_speed_gts, lnksta_width, lnkcap_speed_gts, lnkcap_width}]},
                      firmware: {version, psid, part_number}, mlxconfig: {PARAM: value} | null,
                      link: {state, speed, width, fec, cable_part_number, cable_serial_number} | null,
-                     interfaces: [{netdev, ring_rx, ring_tx, channels_combined, speed_mbps, link_detected}]}],
+                     interfaces: [{netdev, mtu, ring_rx, ring_tx, channels_combined, speed_mbps, link_detected}]}],
              gpus: [{id, index, bus_id, present, reason, name, serial, uuid, ecc_mode,
                      ecc: {volatile_correctable, volatile_uncorrectable, aggregate_correctable, aggregate_uncorrectable},
                      remapped_rows: {correctable, uncorrectable, pending, failure}, retired_pages: {single_bit, double_bit, pending},
@@ -267,7 +267,7 @@ def _interface_entry(netdev, info):
     ring = _dict(_dict(info.get('ring')).get('current'))
     channels = _dict(_dict(info.get('channels')).get('current'))
     link = _dict(info.get('link'))
-    return {'netdev': netdev, 'ring_rx': _number(ring.get('rx')), 'ring_tx': _number(ring.get('tx')),
+    return {'netdev': netdev, 'mtu': _number(info.get('mtu')), 'ring_rx': _number(ring.get('rx')), 'ring_tx': _number(ring.get('tx')),
             'channels_combined': _number(channels.get('combined')), 'speed_mbps': _number(link.get('speed_mbps')),
             'link_detected': _flag(link.get('link_detected'))}
 

@@ -49,6 +49,10 @@ PORTS_PERFTEST = 'perftest'
 PORTS_IPERF3 = 'iperf3'
 
 
+# Repeated runs of one perftest test (its samples give re-validation a spread); more would only cost peer time.
+MAX_REPEATS = 10
+
+
 def _test(name, module, scope, metrics, tool=None, needs_peer=True, retest=False, ports=None):
     return {'name': name, 'module': module, 'tool': tool, 'scope': scope, 'needs_peer': needs_peer, 'retest': retest,
             'ports': ports, 'metrics': tuple(metrics)}
@@ -180,6 +184,11 @@ def profile_errors(profile, tier=None):
         if name not in _TESTS_BY_NAME:
             errors.append('%s: tests.%s is not a known tier test (known: %s)' % (where, name, ', '.join(test_names())))
     for entry in enabled_tests(profile):
+        repeats = (tests.get(entry['name']) or {}).get('repeats')
+        if repeats is not None and (entry['module'] != 'perftest' or entry['scope'] == SCOPE_ALL_HCAS):
+            errors.append('%s: tests.%s.repeats applies to the one-HCA-at-a-time perftest tests only' % (where, entry['name']))
+        elif repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS):
+            errors.append('%s: tests.%s.repeats must be a whole number from 1 to %d, got %r' % (where, entry['name'], MAX_REPEATS, repeats))
         ungraded = ungraded_metrics(profile, entry['name'])
         for name in ungraded:
             if name not in entry['metrics']:

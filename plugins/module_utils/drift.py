@@ -98,6 +98,7 @@ CHECKS = {
     'mlxconfig': (SPEC_MISMATCH, 'an mlxconfig parameter changed (info)'),
     'link_fec': (SPEC_MISMATCH, 'the FEC mode mlxlink reports changed (info)'),
     'cable': (SPEC_MISMATCH, 'the cable or module part or serial number changed (info)'),
+    'mtu': (FAULT, 'a netdev\'s MTU dropped below its baseline: jumbo frames no longer fit (red); raised (info)'),
     'rx_ring': (SPEC_MISMATCH, 'a netdev\'s RX ring size changed (info)'),
     'tx_ring': (SPEC_MISMATCH, 'a netdev\'s TX ring size changed (info)'),
     'channels': (SPEC_MISMATCH, 'a netdev\'s combined channel count changed (info)'),
@@ -460,6 +461,13 @@ def _interface_findings(b_nic, c_nic):
         c_if = c_ifaces.get(b_if.get('netdev'))
         if c_if is None:
             continue
+        b_mtu, c_mtu = b_if.get('mtu'), c_if.get('mtu')
+        if _is_number(b_mtu) and _is_number(c_mtu) and b_mtu != c_mtu:
+            if c_mtu < b_mtu:
+                out.append(_red('mtu', b_if['netdev'], b_mtu, c_mtu, '%s MTU %s -> %s: frames above %s bytes no longer fit'
+                                % (b_if['netdev'], b_mtu, c_mtu, c_mtu)))
+            else:
+                out.append(_info('mtu', b_if['netdev'], b_mtu, c_mtu, '%s MTU %s -> %s' % (b_if['netdev'], b_mtu, c_mtu)))
         for check, key, label in (('rx_ring', 'ring_rx', 'RX ring'), ('tx_ring', 'ring_tx', 'TX ring'),
                                   ('channels', 'channels_combined', 'combined channels')):
             if _is_number(b_if.get(key)) and _is_number(c_if.get(key)) and b_if[key] != c_if[key]:

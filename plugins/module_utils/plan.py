@@ -291,11 +291,22 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
         plan['tests'].append(entry['name'])
         plan['runs'][entry['name']] = _with_server_deadlines(runs, options)
         if entry['name'] in plan['perftest_tests']:
-            plan['batches'][entry['name']] = perftest_batches(plan['runs'][entry['name']])
+            plan['batches'][entry['name']] = repeated_batches(perftest_batches(plan['runs'][entry['name']]), params.get('repeats'))
         elif entry['scope'] == catalogue.SCOPE_ALL_HCAS and runs:
             # Every server started in one call, every client at once in one call, every server stopped in one call.
             runs[0]['batch'] = perftest_batches(runs[0]['clients'])[0]
     return plan
+
+
+def repeated_batches(batches, repeats):
+    """The batches ``repeats`` times over (the whole round again, so repeats are spread in time), each with its own id
+    and ``repeat`` (1..repeats); the runs keep their ids, so the measurements of one run are its samples."""
+    repeats = repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and repeats > 1 else 1
+    out = []
+    for number in range(1, repeats + 1):
+        for batch in batches:
+            out.append(dict(batch, id=batch['id'] if repeats == 1 else '%s#%d' % (batch['id'], number), repeat=number))
+    return out
 
 
 SHARED_PERFTEST = ('tool', 'size', 'tx_depth', 'qps', 'duration', 'report_gbits')

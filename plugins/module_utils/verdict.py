@@ -35,6 +35,7 @@ import math
 from collections import namedtuple
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import combine_repeats
 
 HEALTHY = 'healthy'
 MARGINAL = 'marginal'
@@ -745,6 +746,7 @@ def node_verdict(measurements, findings, profile, context=None):
 
     ``profile``: the resolved tier profile (``thresholds``, ``cause_rules``, ``tests``).
     ``context``: ``expected`` (the test plan's figures, see missing_figures) and ``nccl_transport`` (IB, Socket or None).
+    Repeated measurements of one id (a test's ``repeats``) are graded once, on their median (measurements.combine_repeats).
     Returns {bucket, tests: [...graded measurements...], findings, causes: [{cause, detail, subjects}],
     counts: {healthy, marginal, reject, unknown, info}}.
     """
@@ -753,7 +755,7 @@ def node_verdict(measurements, findings, profile, context=None):
     if errors:
         raise ThresholdError('; '.join(errors))
     thresholds = profile['thresholds']
-    graded = grade_measurements(measurements, thresholds)
+    graded = grade_measurements(combine_repeats(measurements), thresholds)
     graded += missing_figures(graded, context.get('expected'), thresholds)
     transport = nccl_transport_entry(graded, profile, context.get('nccl_transport'))
     if transport:

@@ -13,7 +13,8 @@ short_description: Read link settings, driver, rings, channels, pause and counte
 version_added: 0.1.0
 description:
   - Runs C(ethtool DEV), C(ethtool -i), C(ethtool -g), C(ethtool -l) and C(ethtool -a) for each network interface
-    and returns them parsed; optionally C(ethtool -k) (offload features) and C(ethtool -S) (counters).
+    and returns them parsed, with the interface MTU read from C(<sysfs_root>/class/net/<netdev>/mtu);
+    optionally C(ethtool -k) (offload features) and C(ethtool -S) (counters).
   - By default reads every netdev that sits behind an RDMA device (C(/sys/class/infiniband/*/device/net/*)).
   - A section the driver does not support (C(Operation not supported)) is returned as null with the error text
     under C(errors); it does not fail the module. Any other failure of ethtool does, naming host, command and rc.
@@ -32,12 +33,13 @@ options:
     elements: str
     default: []
   sysfs_root:
-    description: Root of the sysfs tree used to discover netdevs (tests point this at a fixture tree).
+    description: Root of the sysfs tree used to discover netdevs and read their MTU (tests point this at a fixture tree).
     type: path
     default: /sys
   settings:
     description:
-      - Read the link settings, driver, rings, channels and pause settings (C(ethtool DEV), C(-i), C(-g), C(-l), C(-a)).
+      - Read the link settings, driver, rings, channels and pause settings (C(ethtool DEV), C(-i), C(-g), C(-l), C(-a))
+        and the MTU (sysfs).
       - C(false) with O(counters=true) reads only the counters, one ethtool call per netdev (the cheap snapshot around a sustained test).
     type: bool
     default: true
@@ -97,12 +99,14 @@ RETURN = r'''
 nics:
   description:
     - Per netdev the parsed C(link) (ethtool DEV), C(driver) (-i), C(ring) (-g), C(channels) (-l), C(pause) (-a),
-      C(features) (-k, with O(features)), C(counters) and C(timestamp) (-S, with O(counters)), C(rdma_device)
-      when discovered through sysfs, and C(errors) (section to error text for sections the driver does not support).
+      C(features) (-k, with O(features)), C(counters) and C(timestamp) (-S, with O(counters)), C(mtu) (an int from
+      sysfs with O(settings); null with C(errors.mtu) when unreadable), C(rdma_device) when discovered through sysfs,
+      and C(errors) (section to error text for sections the driver does not support).
   returned: always
   type: dict
   sample:
     ens3np0:
+      mtu: 9000
       link: {"speed_mbps": 100000, "duplex": "Full", "link_detected": true, "port": "Direct Attach Copper"}
       driver: {"driver": "mlx5_core", "firmware_version": "28.43.1014 (MT_0000000838)", "bus_info": "0000:af:00.0"}
       ring: {"maximum": {"rx": 8192, "tx": 8192}, "current": {"rx": 1024, "tx": 1024}}
@@ -124,6 +128,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import ethtool
+from ansible_collections.gpufleet.netval.plugins.module_utils import sysfs
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner
@@ -156,6 +161,17 @@ def discover_netdevs(sysfs_root):
         for netdev in netdevs:
             found.setdefault(netdev, rdma)
     return found
+
+
+def read_mtu(sysfs_root, netdev):
+    """(mtu, error): the netdev's MTU from sysfs, or None and why."""
+    path = os.path.join(sysfs_root, 'class', 'net', netdev, 'mtu')
+    raw = sysfs.read_value(path)
+    if raw is None:
+        return None, '%s is missing or unreadable' % path
+    if not raw.isdigit():
+        return None, '%s holds %r, not an MTU' % (path, raw[:40])
+    return int(raw), None
 
 
 def main():
@@ -200,6 +216,10 @@ def main():
         entry = {'errors': {}}
         if netdev in rdma_of:
             entry['rdma_device'] = rdma_of[netdev]
+        if params['settings']:
+            entry['mtu'], mtu_error = read_mtu(params['sysfs_root'], netdev)
+            if mtu_error:
+                entry['errors']['mtu'] = mtu_error
         for section, option, parser in sections:
             args = ([option] if option else []) + [netdev]
             if section == 'counters':

@@ -43,6 +43,8 @@ def test_acceptance_keeps_a_baseline_of_parsed_facts_beside_the_raw_outputs(acce
     assert len([n for n in baseline['facts']['nics'] if n.get('present')]) == 8
     assert len([g for g in baseline['facts']['gpus'] if g.get('present')]) == 8
     assert any(f['metric'] == 'ib_send_bw_gbs' and f['subject'] == 'mlx5_0' and f['peer'] == 'peer01' for f in baseline['figures'])
+    mtus = dict((i['netdev'], i['mtu']) for n in baseline['facts']['nics'] for i in n['interfaces'])
+    assert mtus['fab-peer01'] == 9000, mtus
     assert (evidence / 'node01' / 'baseline' / 'commands').is_dir()  # the raw outputs stay beside it
 
 
@@ -65,9 +67,9 @@ def test_a_node_without_a_baseline_says_so_and_fails(accepted, tmp_path):
     assert [(f['check'], f['kind'], f['severity']) for f in findings] == [('baseline', 'baseline_missing', 'red')]
 
 
-def test_lost_setting_slower_link_and_new_firmware_each_get_their_severity_and_the_run_fails(accepted):
+def test_lost_setting_slower_link_lower_mtu_and_new_firmware_each_get_their_severity_and_the_run_fails(accepted):
     _base, reports, evidence = accepted
-    for fault in ('cmdline-drop', 'nic0-gen4', 'fw-change'):
+    for fault in ('cmdline-drop', 'nic0-gen4', 'fw-change', 'mtu-mismatch'):
         cli('fault', fault, '--node', 'node01', check=True)
     try:
         rc, out = playbook('drift.yml', reports, evidence)
@@ -78,6 +80,8 @@ def test_lost_setting_slower_link_and_new_firmware_each_get_their_severity_and_t
     assert found[('cmdline', 'iommu=pt')]['severity'] == 'red'
     assert found[('pcie_link', 'mlx5_0')]['severity'] == 'red' and found[('pcie_link', 'mlx5_0')]['current'] == '16GT/s x16'
     assert (found[('firmware', 'mlx5_0')]['severity'], found[('firmware', 'mlx5_0')]['current']) == ('info', '28.40.1000')
+    mtu = found[('mtu', 'fab-peer01')]
+    assert (mtu['severity'], mtu['baseline'], mtu['current']) == ('red', 9000, 1500), mtu
     assert 'red drift findings on node01' in out
 
 
@@ -107,7 +111,9 @@ def test_a_pause_storm_since_the_baseline_is_red(accepted):
     assert len(red) == 8 and all(f['rate_per_hour'] > f['limit_per_hour'] for f in red), red
 
 
-LOOSE_CONTRACT = '''# A contract that accepts 40 GB/s per HCA at 400G (synthetic, for the re-validation check)
+LOOSE_CONTRACT = '''# A contract that accepts 40 GB/s per HCA at 400G, with three runs of ib_send_bw (synthetic, for the re-validation check)
+tests:
+  ib_send_bw: {repeats: 3}
 thresholds:
   ib_send_bw_gbs: {healthy: [42, null], reject_below: 40, unit: GB/s, direction: one-way, source: 'contract: 40 GB/s per HCA'}
   gdr_bw_gbs: {healthy: [42, null], reject_below: 40, unit: GB/s, direction: one-way, source: 'contract: 40 GB/s per HCA'}
@@ -132,6 +138,8 @@ def test_revalidation_after_a_cable_swap_reports_the_hcas_delta_while_the_node_s
     rows = dict(((r['metric'], r['subject']), r) for r in node['figure_deltas'])
     swapped = rows[('ib_send_bw_gbs', 'mlx5_3')]
     assert swapped['verdict'] == 'regression' and -9.5 < swapped['delta_pct'] < -6.5, swapped
+    # Three repeats a HCA: the samples the spread is judged on (the baseline ran once).
+    assert (swapped['samples_new'], swapped['samples_baseline']) == (3, 1), swapped
     assert rows[('gdr_bw_gbs', 'mlx5_3')]['verdict'] == 'regression'
     assert all(r['verdict'] == 'within' for (metric, subject), r in rows.items() if metric == 'ib_send_bw_gbs' and subject != 'mlx5_3')
     assert 'mlx5_3' in (reports / 'latest' / 'revalidation' / 'nodes' / 'node01.md').read_text()

@@ -133,14 +133,19 @@ def test_fault_slow_link_is_real_and_clears(lab):
     assert fast > 2 * slow, (fast, slow)
 
 
-def test_fault_mtu_mismatch(lab):
-    cli('fault', 'mtu-mismatch', check=True)
+@pytest.mark.parametrize('side', ['node', 'peer'])
+def test_fault_mtu_mismatch(lab, side):
+    node_mtu = os.path.join(LAB_ROOT, 'nodes', 'node01', 'sys', 'class', 'net', 'fab-peer01', 'mtu')
+    cli('fault', 'mtu-mismatch', '--side', side, check=True)
     try:
         assert not df_ping(lab, 8972)
         assert df_ping(lab, 1472)
+        # The emulated sysfs follows the veth it stands for: what the node's own tools read.
+        assert open(node_mtu, encoding='utf-8').read().strip() == ('1500' if side == 'node' else '9000')
     finally:
         cli('fault', 'clear', check=True)
     assert df_ping(lab, 8972)
+    assert open(node_mtu, encoding='utf-8').read().strip() == '9000'
 
 
 def test_fault_link_flap_logs_kernel_events(lab):

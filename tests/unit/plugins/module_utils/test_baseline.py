@@ -48,7 +48,7 @@ def test_every_nic_with_its_ports_pcie_path_firmware_mlxconfig_and_rings():
     assert nic['firmware'] == {'version': '28.39.2048', 'psid': 'MT_0000000838', 'part_number': None}
     assert nic['mlxconfig']['CQE_COMPRESSION'] == 'BALANCED(0)' and nic['mlxconfig']['SRIOV_EN'] == 'False(0)'
     assert nic['link']['fec'] == 'Standard_RS-FEC - (544,514)' and nic['link']['cable_part_number'] == 'MCP4Y10-N001'
-    assert nic['interfaces'] == [{'netdev': 'fab-peer01', 'ring_rx': 16384, 'ring_tx': 16384, 'channels_combined': 64,
+    assert nic['interfaces'] == [{'netdev': 'fab-peer01', 'mtu': None, 'ring_rx': 16384, 'ring_tx': 16384, 'channels_combined': 64,
                                   'speed_mbps': 10000, 'link_detected': True}]
 
 

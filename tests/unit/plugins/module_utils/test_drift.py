@@ -379,6 +379,38 @@ def test_anything_else_that_differs_is_info():
         ('rx_ring', 'ibp76s0', 'info', 'spec_mismatch', 16384, 1024)]
 
 
+def _mtus(facts, mtu):
+    for entry in facts['nic']['nics'].values():
+        entry['mtu'] = mtu
+
+
+def test_an_mtu_that_dropped_is_red_and_one_that_rose_is_info():
+    facts = samples.facts()
+    _mtus(facts, 9000)
+    with_mtu = baseline.build_baseline(samples.result(), facts, samples.profile(), samples.ethtool_stats())
+    assert {i['mtu'] for n in with_mtu['facts']['nics'] for i in n['interfaces']} == {9000}
+
+    def dropped(data):
+        _mtus(data, 9000)
+        data['nic']['nics']['ibp76s0']['mtu'] = 1500
+    findings = drift.compare(copy.deepcopy(with_mtu), samples.current(dropped), samples.rules())
+    assert [(f['check'], f['subject'], f['severity'], f['kind'], f['baseline'], f['current']) for f in findings] == [
+        ('mtu', 'ibp76s0', 'red', 'fault', 9000, 1500)]
+    assert 'frames above 1500 bytes no longer fit' in findings[0]['detail']
+
+    def rose(data):
+        _mtus(data, 9000)
+        data['nic']['nics']['ibp76s0']['mtu'] = 9216
+    assert [(f['check'], f['severity']) for f in drift.compare(copy.deepcopy(with_mtu), samples.current(rose), samples.rules())] == [
+        ('mtu', 'info')]
+
+
+def test_near_miss_a_baseline_without_mtus_compares_none():
+    def dropped(data):
+        _mtus(data, 1500)
+    assert only(compare(dropped), 'mtu') == []
+
+
 def test_escalated_checks_are_red():
     def edit(facts):
         del facts['host']['modules']['nvidia_peermem']

@@ -192,3 +192,35 @@ def test_the_all_nics_run_is_one_batch_whose_sessions_are_its_clients():
     assert batch['server_on'] == 'node' and batch['client_on'] == 'peer'  # the node receives on every HCA
     # One concurrent session: every server lives until the slowest client is done, plus the margin.
     assert len(set(s['timeout'] for s in batch['servers'])) == 1 and batch['servers'][0]['timeout'] > batch['clients'][0]['timeout']
+
+
+def test_repeats_run_the_whole_round_again_with_the_same_runs_and_their_own_batch_ids():
+    profile = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=dict(TIERS['400G']['tests']['ib_send_bw'], repeats=3)))
+    node = live_ports(8)
+    made = plan.tier_test_plan(profile, node, live_ports(8), gpu_pairs_of([p['device'] for p in node]),
+                               {'slot': 0, 'peer_address': '10.252.0.2'})
+    once = plan_400g()
+    batches = made['batches']['ib_send_bw']
+    assert len(batches) == 3 * len(once['batches']['ib_send_bw'])
+    assert [b['repeat'] for b in batches] == sorted([1, 2, 3] * len(once['batches']['ib_send_bw']))
+    assert len(set(b['id'] for b in batches)) == len(batches)
+    # The same runs (ids, ports) each time: their measurements are one figure's samples.
+    assert [r['id'] for r in batches[0]['runs']] == [r['id'] for r in batches[-1]['runs']]
+    assert made['batches']['gdr'] == once['batches']['gdr'] and [b['repeat'] for b in once['batches']['ib_send_bw']] == [1]
+    assert len([e for e in made['expected'] if e['metric'] == 'ib_send_bw_gbs']) == 8
+
+
+@pytest.mark.parametrize('test, repeats, message', [
+    ('ib_send_bw', 0, 'must be a whole number from 1 to 10, got 0'),
+    ('ib_send_bw', 11, 'must be a whole number from 1 to 10, got 11'),
+    ('ib_send_bw', True, 'must be a whole number from 1 to 10, got True'),
+    ('ib_send_bw', '3', "must be a whole number from 1 to 10, got '3'"),
+    ('iperf3', 3, 'tests.iperf3.repeats applies to the one-HCA-at-a-time perftest tests only'),
+    ('all_nics', 3, 'tests.all_nics.repeats applies to the one-HCA-at-a-time perftest tests only'),
+])
+def test_repeats_are_checked_where_the_profile_is(test, repeats, message):
+    profile = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], **{test: dict(TIERS['400G']['tests'][test], repeats=repeats)}))
+    errors = catalogue.profile_errors(profile, '400G')
+    assert [e for e in errors if message in e], errors
+    good = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], gdr=dict(TIERS['400G']['tests']['gdr'], repeats=10)))
+    assert catalogue.profile_errors(good, '400G') == []

@@ -334,3 +334,55 @@ def test_a_status_outside_the_vocabulary_is_named_not_silently_b():
     result = verdict.node_verdict([], [stale], P400)
     assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['unexplained']
     assert 'port_state on mlx5_0/1 is ok' in result['causes'][0]['detail']
+
+
+def _repeats_of(entry, values, errors=None):
+    """One measurement's repeats (synthetic edits of its figure); ``errors`` maps a repeat's index to its error."""
+    errors = errors or {}
+    out = []
+    for index, value in enumerate(values):
+        repeat = dict(entry, value=value, as_printed='%s GB/s (repeat %d)' % (value, index + 1))
+        if index in errors:
+            repeat.update(value=None, error=errors[index])
+        out.append(repeat)
+    return out
+
+
+def test_repeated_runs_are_graded_once_on_the_median_with_every_sample_kept():
+    cut, = measurements.run_measurements({'stdout': fixtures.shared(SUPERBENCH), 'rc': 0,
+                                          'perftest': parse_perftest(fixtures.shared(SUPERBENCH)), 'cmd': 'ib_send_bw -d mlx5_0'},
+                                         {'test': 'ib_send_bw', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0'})
+    node = [m for m in healthy_400g_node() if m['subject'] != 'mlx5_0'] + _repeats_of(cut, [47.1, 30.0, 46.9])
+    result = verdict.node_verdict(node, [], P400, {'nccl_transport': None})
+    graded = [t for t in result['tests'] if t['subject'] == 'mlx5_0']
+    assert len(graded) == 1
+    (entry,) = graded
+    assert (entry['value'], entry['samples'], entry['repeats'], entry['status']) == (46.9, [47.1, 30.0, 46.9], 3, 'healthy')
+    assert entry['as_printed'] == '46.9 GB/s (repeat 3)'  # the median repeat's own output goes on with it
+    # Every repeat's raw output is kept for the evidence, the graded one marked.
+    assert [line for line in entry['raw'].splitlines() if line.startswith('# repeat')] == [
+        '# repeat 1 of 3', '# repeat 2 of 3', '# repeat 3 of 3 (graded)']
+    assert entry['raw'].count('BW average') == 3 * cut['raw'].count('BW average') > 0
+    assert result['bucket'] == 'A'
+
+
+def test_an_even_count_takes_the_conservative_middle_and_latency_the_higher_one():
+    bandwidth = measurements.combine_repeats(_repeats_of(bw('mlx5_0', 0), [40.0, 47.0, 46.0, 45.0]))
+    assert [(e['value'], e['samples']) for e in bandwidth] == [(45.0, [40.0, 47.0, 46.0, 45.0])]
+    latency = measurements.combine_repeats(_repeats_of(bw('mlx5_0', 0, 'ib_send_lat_us', 'perftest_lat'), [2.0, 2.4, 2.1, 2.2]))
+    assert [e['value'] for e in latency] == [2.2]
+
+
+def test_a_failed_repeat_is_named_and_the_others_still_give_the_figure():
+    combined, = measurements.combine_repeats(_repeats_of(bw('mlx5_0', 0), [47.0, 0, 46.0], {1: 'ib_send_bw timed out after 60 s'}))
+    assert (combined['value'], combined['samples'], combined.get('error')) == (46.0, [47.0, 46.0], None)
+    assert combined['repeat_errors'] == ['repeat 2 of 3: ib_send_bw timed out after 60 s']
+    failed, = measurements.combine_repeats(_repeats_of(bw('mlx5_0', 0), [0, 0], {0: 'refused', 1: 'refused again'}))
+    assert (failed['value'], failed['error'], failed['samples']) == (None, 'refused', [])
+
+
+def test_near_miss_measurements_that_ran_once_pass_through_unchanged_in_order():
+    once = [bw('mlx5_1', 47.0), bw('mlx5_0', 46.0), figure('iperf3_gbps', '10.0.10.2', 362.0)]
+    assert measurements.combine_repeats(once) == once
+    same, = measurements.combine_repeats([bw('mlx5_0', 46.0), bw('mlx5_0', 46.0)])  # equal repeats are still two samples
+    assert same['samples'] == [46.0, 46.0] and 'repeat_errors' not in same

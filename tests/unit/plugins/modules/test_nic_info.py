@@ -14,9 +14,12 @@ PAUSE = fixtures.local('ethtool/ethtool_a_mlx5_pause_rx_tx_on_synthetic.txt')
 NOT_SUPPORTED = fixtures.local('ethtool/ethtool_g_veth_stderr_not_supported.txt')
 
 
-def sysfs(tmp_path):
+def sysfs(tmp_path, mtus=(('ens3np0', '9000'), ('ens4np0', '9000'))):
     for rdma, netdev in (('mlx5_0', 'ens3np0'), ('mlx5_1', 'ens4np0')):
         (tmp_path / 'class' / 'infiniband' / rdma / 'device' / 'net' / netdev).mkdir(parents=True)
+    for netdev, mtu in mtus:
+        (tmp_path / 'class' / 'net' / netdev).mkdir(parents=True)
+        (tmp_path / 'class' / 'net' / netdev / 'mtu').write_text(mtu + '\n')
     return str(tmp_path)
 
 
@@ -35,7 +38,17 @@ def test_discovers_rdma_netdevs(tmp_path):
     assert nic['link']['speed_mbps'] == 100000 and nic['driver']['driver'] == 'mlx5_core'
     assert nic['ring']['current']['rx'] == 1024 and nic['channels']['current']['combined'] == 24
     assert nic['pause']['rx'] is True and nic['errors'] == {}
+    assert nic['mtu'] == 9000 and result['nics']['ens4np0']['mtu'] == 9000
     assert 'counters' not in nic and result['changed'] is False
+
+
+def test_an_unreadable_or_garbage_mtu_is_null_with_the_reason(tmp_path):
+    root = sysfs(tmp_path, mtus=(('ens3np0', 'jumbo'),))
+    result, failed = run_module(nic_info.main, {'sysfs_root': root}, calls=base_calls('ens3np0') + base_calls('ens4np0'))
+    assert not failed, result
+    first, second = result['nics']['ens3np0'], result['nics']['ens4np0']
+    assert first['mtu'] is None and "holds 'jumbo', not an MTU" in first['errors']['mtu']
+    assert second['mtu'] is None and 'ens4np0/mtu is missing or unreadable' in second['errors']['mtu']
 
 
 def test_counters_features_and_include(tmp_path):
@@ -70,9 +83,11 @@ def test_unsupported_sections_are_null_with_error(tmp_path):
              Call(T + ['-g', 'h3v0'], rc=1, err=NOT_SUPPORTED),
              Call(T + ['-l', 'h3v0'], out=fixtures.local('ethtool/ethtool_l_veth_rx2_tx2.txt')),
              Call(T + ['-a', 'h3v0'], rc=1, err=NOT_SUPPORTED)]
-    result, failed = run_module(nic_info.main, {'netdevs': ['h3v0']}, calls=calls)
+    root = sysfs(tmp_path, mtus=(('h3v0', '1500'),))
+    result, failed = run_module(nic_info.main, {'netdevs': ['h3v0'], 'sysfs_root': root}, calls=calls)
     assert not failed, result
     nic = result['nics']['h3v0']
+    assert nic['mtu'] == 1500
     assert nic['ring'] is None and nic['pause'] is None
     assert nic['errors'] == {'ring': 'netlink error: Operation not supported', 'pause': 'netlink error: Operation not supported'}
     assert nic['channels']['maximum']['rx'] == 2
