@@ -31,7 +31,7 @@ help:
 	@echo "make test    - run the whole test suite (units, sanity, lint, docs, lab)"
 	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1] | lab-status | lab-down"
 	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>] [SIDE=node|peer (mtu-mismatch)]"
-	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
+	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [DCGMI_SECONDS=20] [LOCAL_WHILE_WAITING=0] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
 	@echo "make bench-matrix [PROMOTE=1] [BENCH_JSON=out.json] - N 1,4,16 x P 1,2,4, the serial loop, the projection"
 
 deps: apt venv collection
@@ -120,7 +120,8 @@ lab-fault: deps
 # validate.yml under the task_timeline callback and prints the figures; its last line is
 # ratio_to_ideal=<x> overhead_per_node_s=<y> controller_peak_mib=<z> peer_overlap_s=<w>.  On the lab, not in CI.
 bench: deps
-	$(PY) scripts/bench.py --nodes $(NODES) --peers $(PEERS) $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON))
+	$(PY) scripts/bench.py --nodes $(NODES) --peers $(PEERS) $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON)) \
+		$(if $(DCGMI_SECONDS),--dcgmi-seconds $(DCGMI_SECONDS)) $(if $(filter 0,$(LOCAL_WHILE_WAITING)),--no-local-while-waiting)
 
 bench-matrix: deps
 	$(PY) scripts/bench.py --matrix --project $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON))

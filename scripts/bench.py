@@ -1,6 +1,7 @@
 """Fleet benchmark on the built-in lab: how close validate.yml gets to the ideal queue, and what it costs per node.
 
-    .venv/bin/python scripts/bench.py --nodes N --peers P [--promote] [--json-out FILE] [--project]
+    .venv/bin/python scripts/bench.py --nodes N --peers P [--promote] [--dcgmi-seconds S] [--no-local-while-waiting]
+                                      [--json-out FILE] [--project]
     .venv/bin/python scripts/bench.py --matrix [--project] [--promote] [--no-serial] [--json-out FILE]
     .venv/bin/python scripts/bench.py --analyse WORK_DIR/n16-p4 [--project]
 
@@ -20,6 +21,10 @@ ledgers while it runs, and computes (docs/BENCH.md has the formulas):
     controller_peak_mib  the timeline's peak_rss_mib total
     peer_overlap_s       seconds during which any peer HCA carried sessions of two different nodes (the ledgers'
                          intervals through task_timeline.peer_overlap_s; 0 when the leases work)
+    local_test_s         the median over the new nodes of the time in the tests that need no peer (dcgmi diag)
+    peer_test_s          the median of the rest of each node's test time
+    bound_s              max(ceil(N / P) x peer_test_s, local_test_s + peer_test_s): no schedule does better
+    ratio_to_bound       wall_s / bound_s (the peer-independent tests run while a node waits for a peer)
 
 The last line of the output is always, for the last (N, P) run:
 
@@ -60,6 +65,7 @@ def _importable():
 
 _importable()
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
 
 PROFILE = 'healthy-400g'
@@ -68,7 +74,10 @@ MATRIX_PEERS = (1, 2, 4)
 PROJECT_NODES = (256, 1024)
 LEDGER_POLL_S = 2.0
 # The peer lease's two tasks in playbooks/tasks/leased_tier_tests.yml, by name (tests/unit/test_bench_script.py checks them).
-TAKE_TASK = 'Wait for a free known-good peer and lease it'
+TAKE_TASK = 'Wait for a free known-good peer and lease it (unless the node took one at once)'
+# validate.yml's look for a free peer (wait 0); when it finds none the node's local tests run and TAKE_TASK takes
+# one later, which pairs with the give-back instead (the later take wins), so a miss is never counted as a hold.
+TAKE_AT_ONCE_TASK = 'Take a peer at once if one is free (when none is, the node\'s peer-independent tests fill the wait)'
 GIVE_TASK = 'Give the peer back'
 FIGURES = ('ratio_to_ideal', 'overhead_per_node_s', 'controller_peak_mib', 'peer_overlap_s')
 # The emulated perftest client's ledger label: '<tool> client to <address>:<port>' (lab/netval_lab/tools_perftest.py).
@@ -165,7 +174,7 @@ def _lease_kind(record):
     """'take' or 'give' for a peer_lease record of playbooks/tasks/leased_tier_tests.yml (by the name as written), None
     for another (a suspicion, a renamed task)."""
     name = record.get('task_template') or record.get('task') or ''
-    return {TAKE_TASK: 'take', GIVE_TASK: 'give'}.get(name)
+    return {TAKE_TASK: 'take', TAKE_AT_ONCE_TASK: 'take', GIVE_TASK: 'give'}.get(name)
 
 
 def _leases(doc, hosts=None):
@@ -231,6 +240,25 @@ def host_rows(doc, hosts=None):
                    overhead_s=max(0.0, in_plays - row['test_s'] - row['lease_s']))
         rows.append(row)
     return rows
+
+
+def local_test_seconds(doc, hosts=None):
+    """Per host: seconds in the modules of the tests that need no peer (the catalogue's needs_peer: false, dcgmi diag)."""
+    modules = set(entry['module'] for entry in catalogue.TESTS if not entry['needs_peer'])
+    actions = modules | set('%s.%s' % (task_timeline.COLLECTION, name) for name in modules)
+    found = {}
+    for record in task_timeline.check_timeline(doc)['records']:
+        if record.get('action') in actions and record.get('status') != 'skipped' and (hosts is None or record['host'] in hosts):
+            found[record['host']] = found.get(record['host'], 0.0) + max(0.0, float(record['end']) - float(record['start']))
+    return found
+
+
+def bound_s(nodes_count, peers_count, peer_test, local_test):
+    """The wall time no schedule beats: max(ceil(N / P) x peer_test_s, local_test_s + peer_test_s) (issue 15's bound):
+    the peers' queue, or one node's own tests end to end."""
+    if peer_test is None or local_test is None:
+        return None
+    return max(queue_rounds(nodes_count, peers_count) * peer_test, local_test + peer_test)
 
 
 def promoted_in_timeline(doc, addresses):
@@ -359,6 +387,10 @@ def figures(doc, nodes_count, peers_count, intervals, hosts=None):
     peer_time = hold if hold is not None else one_node   # no lease in the timeline: the tests alone
     rss = doc.get('peak_rss_mib') or {}
     peak = rss.get('total')
+    local = local_test_seconds(doc, set(hosts) if hosts is not None else None)
+    local_test = median([local.get(row['host'], 0.0) for row in rows])
+    peer_test = median([max(0.0, row['test_s'] - local.get(row['host'], 0.0)) for row in rows])
+    bound = bound_s(nodes_count, peers_count, peer_test, local_test)
     return {
         'nodes': nodes_count, 'peers': peers_count, 'queue_rounds': queue_rounds(nodes_count, peers_count),
         'wall_s': wall,
@@ -374,6 +406,10 @@ def figures(doc, nodes_count, peers_count, intervals, hosts=None):
         'per_node_peer_s': peer_time + handover if peer_time is not None else None,
         'controller_peak_mib': float(peak) if isinstance(peak, (int, float)) else None,
         'peer_overlap_s': task_timeline.peer_overlap_s(intervals),
+        'local_test_s': local_test,
+        'peer_test_s': peer_test,
+        'bound_s': bound,
+        'ratio_to_bound': ratio(wall, bound),
         'hosts': rows,
     }
 
@@ -439,6 +475,9 @@ def cell_lines(figs):
         'controller_peak_mib=%s peer_overlap_s=%s' % (
             number(figs['ratio_to_ideal']), number(figs['overhead_per_node_s']), number(figs['overhead_with_barriers_per_node_s']),
             number(figs['lease_per_node_s']), number(figs['controller_peak_mib']), number(figs['peer_overlap_s'])),
+        '  bound_s=%s (= max(ceil(%d/%d) x peer_test_s %s, local_test_s %s + peer_test_s)) ratio_to_bound=%s' % (
+            number(figs.get('bound_s')), figs['nodes'], figs['peers'], number(figs.get('peer_test_s')), number(figs.get('local_test_s')),
+            number(figs.get('ratio_to_bound'))),
         '  per_node_peer_s=%s (peer hold %s + handover %s over %d waiting lease(s)); peer sessions %s, %s without a node%s' % (
             number(figs['per_node_peer_s']), number(figs.get('hold_per_node_s')), number(figs.get('handover_s')),
             figs.get('handovers') or 0, figs.get('peer_sessions', '-'), figs.get('peer_sessions_unattributed', '-'),
@@ -575,15 +614,20 @@ def tail(path, count=25):
         return []
 
 
-def lab_up_argv(python, nodes, peers):
-    return [python, '-m', 'lab.netval_lab', 'up', '--profile', PROFILE, '--nodes', str(nodes), '--peers', str(peers), '--unpinned']
+def lab_up_argv(python, nodes, peers, dcgmi_seconds=None):
+    argv = [python, '-m', 'lab.netval_lab', 'up', '--profile', PROFILE, '--nodes', str(nodes), '--peers', str(peers), '--unpinned']
+    if dcgmi_seconds is not None:
+        argv += ['--dcgmi-seconds', '%g' % dcgmi_seconds]
+    return argv
 
 
-def playbook_argv(ansible_playbook, limit, report_root, evidence_dir, promote):
+def playbook_argv(ansible_playbook, limit, report_root, evidence_dir, promote, local_while_waiting=True):
     argv = [ansible_playbook, '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', limit,
             '-e', 'report_root=%s' % report_root, '-e', 'evidence_controller_dir=%s' % evidence_dir]
     if promote:
         argv += ['-e', 'netval_promote_accepted=true']
+    if not local_while_waiting:
+        argv += ['-e', 'netval_local_tests_while_waiting=false']
     return argv
 
 
@@ -631,12 +675,13 @@ def run_cell(args, nodes, peers, work):
     folder = os.path.join(work, 'n%d-p%d' % (nodes, peers))
     os.makedirs(folder, exist_ok=True)
     say('== N=%d P=%d: lab up (log %s)' % (nodes, peers, os.path.join(folder, 'lab-up.log')))
-    rc, _seconds = run_logged(lab_up_argv(args.python, nodes, peers), os.path.join(folder, 'lab-up.log'))
+    rc, _seconds = run_logged(lab_up_argv(args.python, nodes, peers, args.dcgmi_seconds), os.path.join(folder, 'lab-up.log'))
     if rc != 0:
         raise BenchError('lab up --nodes %d --peers %d failed (rc %d):\n%s' % (nodes, peers, rc, '\n'.join(tail(os.path.join(folder, 'lab-up.log')))))
     shutil.copyfile(os.path.join(args.lab_root, 'lab.json'), os.path.join(folder, 'lab.json'))
     timeline = os.path.join(folder, 'timeline.json')
-    argv = playbook_argv(args.ansible_playbook, 'new_nodes', os.path.join(folder, 'reports'), os.path.join(folder, 'evidence'), args.promote)
+    argv = playbook_argv(args.ansible_playbook, 'new_nodes', os.path.join(folder, 'reports'), os.path.join(folder, 'evidence'), args.promote,
+                         not args.no_local_while_waiting)
     log = os.path.join(folder, 'playbook.log')
     say('== N=%d P=%d: %s (log %s)' % (nodes, peers, ' '.join(argv), log))
     with LedgerPoller(os.path.join(args.lab_root, 'nodes'), args.poll_s) as poller:
@@ -664,7 +709,7 @@ def run_serial_loop(args, nodes, work, peers):
     for index in range(1, nodes + 1):
         host = 'node%02d' % index
         argv = playbook_argv(args.ansible_playbook, host, os.path.join(folder, host, 'reports'), os.path.join(folder, host, 'evidence'),
-                             args.promote)
+                             args.promote, not args.no_local_while_waiting)
         rc, _seconds = run_logged(argv, log, playbook_env(None))
         if rc != 0:
             failed.append('%s rc %d' % (host, rc))
@@ -682,6 +727,10 @@ def main(argv=None):
     parser.add_argument('--nodes', type=int, default=2, help='new nodes N (default 2)')
     parser.add_argument('--peers', type=int, default=1, help='known-good peers P (default 1)')
     parser.add_argument('--promote', action='store_true', help='pass -e netval_promote_accepted=true to the playbook')
+    parser.add_argument('--dcgmi-seconds', type=float, default=None,
+                        help="lab up --dcgmi-seconds: every host's emulated dcgmi diag takes this long (default: the profile's)")
+    parser.add_argument('--no-local-while-waiting', action='store_true',
+                        help='pass -e netval_local_tests_while_waiting=false: the peer-independent tests run under the lease, as before')
     parser.add_argument('--project', action='store_true', help='project the wall time to 256 and 1,024 nodes')
     parser.add_argument('--no-serial', action='store_true', help='--matrix without the serial loop')
     parser.add_argument('--json-out', metavar='FILE', help='also write the results as JSON to FILE')

@@ -130,8 +130,12 @@ def cmd_up(args):
     unpinned = bool(getattr(args, 'unpinned', False))
     started = time.time()
     current = load_lab()
-    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '')
-    if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', '')) == wanted \
+    dcgmi_seconds = getattr(args, 'dcgmi_seconds', None)
+    if dcgmi_seconds is not None and not 0 <= dcgmi_seconds <= 3600:
+        raise LabError('--dcgmi-seconds must be between 0 and 3600 (got %s)' % dcgmi_seconds)
+    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds)
+    if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', ''),
+                    current.get('dcgmi_seconds')) == wanted \
             and lab_is_healthy(current):
         # Pinning is the inventory's alone: the same lab serves both, only hosts.yml is rewritten.
         current['unpinned'] = unpinned
@@ -148,6 +152,7 @@ def cmd_up(args):
     lab = plan(args.profile, profile, args.nodes, args.peers)
     lab['node_profiles'] = args.node_profiles or ''
     lab['unpinned'] = unpinned
+    lab['dcgmi_seconds'] = dcgmi_seconds
     for host, (name, _loaded) in node_profiles.items():
         lab['hosts'][host]['profile'] = name
     try:
@@ -197,7 +202,9 @@ def build(lab, profile, hardware, node_profiles=None):
         netns.add_fabric_link(link)
     for host in lab['order']:
         info = lab['hosts'][host]
-        state = hardware.materialize((node_profiles or {}).get(host, profile), host, info['role'], info['node_dir'], peers_info(lab, host))
+        host_info = peers_info(lab, host)
+        host_info['dcgmi_seconds'] = lab.get('dcgmi_seconds')
+        state = hardware.materialize((node_profiles or {}).get(host, profile), host, info['role'], info['node_dir'], host_info)
         info['hardware'] = summarize_state(state)
     netns.write_known_hosts([lab['hosts'][h]['mgmt_ip'] for h in lab['order']])
     for host in lab['order']:
@@ -399,6 +406,8 @@ def parser():
     up.add_argument('--node-profiles', default='', help='per-node profiles of the same tier, e.g. node02=gen4-nic0,node03=platform-slow')
     up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)
     up.add_argument('--peers', type=int, default=1, help='known-good peers, 1..%d (default 1)' % MAX_PEERS)
+    up.add_argument('--dcgmi-seconds', type=float, default=None,
+                    help="every host's emulated dcgmi diag takes this long at any level (default: the profile's seconds_by_level)")
     up.add_argument('--unpinned', action='store_true',
                     help='leave netval_peer out of the new nodes\' host vars: each takes whichever healthy peer frees first '
                          '(default: each node pinned to a peer, round-robin)')

@@ -209,9 +209,17 @@ def build_state(profile, host, role, lab_info):
     gpus = dict(gpus, devices=devices, buses_expected=buses, missing_buses=sorted(missing))
     return {
         'host': host, 'role': role, 'profile': profile['name'], 'tier': profile['tier'], 'created': now,
-        'faults': [], 'nics': nics, 'gpus': gpus, 'host_hw': hw['host'], 'nccl': hw['nccl'], 'dcgmi': hw['dcgmi'],
+        'faults': [], 'nics': nics, 'gpus': gpus, 'host_hw': hw['host'], 'nccl': hw['nccl'], 'dcgmi': _dcgmi(hw['dcgmi'], lab_info),
         'fabric': fabric, 'mgmt_ip': lab_info.get('mgmt_ip'),
     }
+
+
+def _dcgmi(dcgmi, lab_info):
+    """The profile's dcgmi, every level taking the lab-wide --dcgmi-seconds when one is given."""
+    seconds = lab_info.get('dcgmi_seconds')
+    if seconds is None:
+        return dcgmi
+    return dict(dcgmi, seconds_by_level=dict((str(level), seconds) for level in (1, 2, 3, 4)))
 
 
 def _gpu_uuid(host, index):

@@ -80,7 +80,9 @@ NCCL_SPEC = {
     'nccl_tests_version': str,
 }
 
-DCGMI_SPEC = {'version': str, 'results': MapOf(RESULTS)}
+# seconds_by_level: how long an emulated `dcgmi diag -r N` takes, by level (the runbook's level 3 takes 10-20 minutes;
+# a lab profile sets a few seconds so that running it while the node waits for a peer shows in a run).
+DCGMI_SPEC = {'version': str, 'results': MapOf(RESULTS), 'seconds_by_level': MapOf(NUMBER)}
 
 HARDWARE_SPEC = {
     'nic_count': int, 'nic_defaults': dict(NIC_SPEC), 'nics': [NIC_SPEC],
@@ -180,7 +182,7 @@ COMMON_HOST = {
     'mem_total_kb': 2113531904, 'kernel_lines': [], 'kernel_version': '6.1.0-28-amd64', 'iommu': 'pt',
 }
 COMMON_NCCL = {'transport': 'IB', 'gdr': True, 'version': '2.23.4', 'nccl_tests_version': '2.17.6'}
-COMMON_DCGMI = {'version': '3.3.6', 'results': {}}
+COMMON_DCGMI = {'version': '3.3.6', 'results': {}, 'seconds_by_level': {}}
 
 DCGMI_TESTS = {
     'Deployment': ['Denylist', 'NVML Library', 'CUDA Main Library', 'Permissions and OS Blocks', 'Persistence Mode',

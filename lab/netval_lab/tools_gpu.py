@@ -4,11 +4,12 @@ Part of the netval lab's emulated tools (see tools.py); standard library only.
 """
 
 import json
+import os
 import re
 import sys
 import time
 
-from netval_lab.tool_common import out
+from netval_lab.tool_common import node_dir, out
 
 
 # ============================================================================ nvidia-smi
@@ -387,6 +388,19 @@ DCGMI_CATEGORIES = (
 )
 
 
+def _diagnose(state, level):
+    """The diagnostic's run time (the profile's seconds_by_level), logged as '<start> <end> level <N>' in the host's
+    log/dcgmi.log so a lab test can tell when it loaded the GPUs and the PCIe complexes."""
+    seconds = float((state['dcgmi'].get('seconds_by_level') or {}).get(str(level)) or 0)
+    start = time.time()
+    if seconds > 0:
+        time.sleep(seconds)
+    folder = os.path.join(node_dir(), 'log')
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, 'dcgmi.log'), 'a', encoding='utf-8') as handle:
+        handle.write('%.3f %.3f level %d\n' % (start, time.time(), level))
+
+
 def tool_dcgmi(state, args):
     if not args or args[0] != 'diag':
         if args and args[0] == 'discovery' and '-l' in args:
@@ -432,6 +446,7 @@ def tool_dcgmi(state, args):
     if level_num not in (1, 2, 3, 4):
         sys.stderr.write('Error: Invalid value "%s" for diag run. Valid values are 1, 2, 3, 4 or short, medium, long, xlong\n' % level)
         return 255
+    _diagnose(state, level_num)
     gpus = state['gpus']
     results = state['dcgmi']['results']
     devices = gpus['devices']

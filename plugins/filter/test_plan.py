@@ -39,7 +39,9 @@ options:
   options:
     description:
       - C(slot), C(perftest_port_base), C(iperf3_port_base), C(ports_per_node), C(duration_override), C(timeout_margin),
-        C(retest_only), C(peer_address).
+        C(retest_only), C(retest_tests), C(peer_address), C(node_address).
+      - C(phase) V(all) (default), V(peer) (only the tests that need a peer, run under its lease) or V(local) (only those that
+        do not, such as dcgmi diag: run while the node waits for a peer or after it gave it back; C(peer_ports) may be empty).
     type: dict
     default: {}
 '''
@@ -54,6 +56,7 @@ RETURN = r'''
 _value:
   description:
     - C(tests) (names in run order), C(runs) (test name to its runs), C(perftest_tests) (one-HCA-at-a-time perftest tests),
+      C(batches) (per perftest test its batches, each with C(repeat) when the profile repeats it),
       C(expected) (C(id), C(metric), C(subject), C(test), C(reason)) and C(pairs).
   type: dict
 '''

@@ -18,7 +18,12 @@ A test entry:
     scope       node: one run per node; hca: one run per node HCA, each against a peer HCA;
                 gpu_nic: one run per node HCA with its NUMA-local GPU (GPUDirect RDMA);
                 first_hca: one run on the node's first HCA; all_hcas: every HCA at once
-    needs_peer  whether it measures against a known-good peer
+    needs_peer  whether it measures against a known-good peer; a test that does not runs while the node waits for
+                one (or after it gave its peer back), never holding a peer
+    beside_network
+                whether it may run at the same time as the node's own network tests without disturbing them:
+                false for dcgmi (its PCIe and stress tests share the node's PCIe complexes with the NICs); a
+                check that only reads files could be true.  Every network test is false (they need the node alone).
     retest      whether a second peer re-runs it before a reject is final: every test whose figure depends on the
                 peer's HCA or the cable to it; not NCCL (long, and its failures are configuration) nor dcgmi (local)
     ports       which TCP port range its runs use: perftest, iperf3, or None
@@ -53,17 +58,18 @@ PORTS_IPERF3 = 'iperf3'
 MAX_REPEATS = 10
 
 
-def _test(name, module, scope, metrics, tool=None, needs_peer=True, retest=False, ports=None):
+def _test(name, module, scope, metrics, tool=None, needs_peer=True, retest=False, ports=None, beside_network=False):
     return {'name': name, 'module': module, 'tool': tool, 'scope': scope, 'needs_peer': needs_peer, 'retest': retest,
-            'ports': ports, 'metrics': tuple(metrics)}
+            'ports': ports, 'metrics': tuple(metrics), 'beside_network': beside_network}
 
 
 def _metric(unit, label, reads, family, field=None, graded_by='threshold'):
     return {'unit': unit, 'label': label, 'reads': reads, 'family': family, 'field': field, 'graded_by': graded_by}
 
 
-# In the order a node runs them: cheap reachability first, the sustained all-NIC test late,
-# the GPU diagnostics last (they load the GPUs, which would disturb the network tests).
+# In the order a node runs them: cheap reachability first, the sustained all-NIC test late.  The GPU
+# diagnostics need no peer: validate.yml runs them while the node waits for one, or after it gave it back,
+# never during the node's own network tests (they load the GPUs and the PCIe complexes the NICs sit on).
 TESTS = (
     _test('jumbo_ping', 'jumbo_ping', SCOPE_NODE, ['jumbo_ping_loss_pct', 'jumbo_ping_rtt_ms'], retest=True),
     _test('iperf3', 'iperf3', SCOPE_NODE, ['iperf3_gbps'], retest=True, ports=PORTS_IPERF3),
@@ -152,6 +158,11 @@ def metrics_in_family(family):
 def retest_metrics():
     """Metrics a second peer re-measures before a throughput reject is final."""
     return sorted(name for entry in TESTS if entry['retest'] for name in entry['metrics'])
+
+
+def needs_peer(name):
+    """Whether a tier test measures against a known-good peer."""
+    return test(name)['needs_peer']
 
 
 def enabled_tests(profile):

@@ -35,7 +35,11 @@ DEFAULTS = {
     'retest_tests': [],
     'peer_address': 'peer',
     'node_address': 'node',
+    # all: every enabled test; peer: only those that need a peer (under its lease); local: only those that do
+    # not (while the node waits for a peer, or after it gave it back).
+    'phase': 'all',
 }
+PHASES = ('all', 'peer', 'local')
 # The runbook's direction: the node receives (its server, the peer's client), so the node's rings, IRQs and
 # rx_discards_phy carry the traffic.  A tier may add the reverse (``directions: [receive, send]`` under a test).
 RECEIVE = 'receive'
@@ -67,6 +71,8 @@ def _options(options):
             raise PlanError('plan option %s must be an integer, got %r' % (key, merged[key]))
         if merged[key] < 0:
             raise PlanError('plan option %s must not be negative, got %r' % (key, merged[key]))
+    if merged['phase'] not in PHASES:
+        raise PlanError('plan option phase must be one of %s, got %r' % (', '.join(PHASES), merged['phase']))
     return merged
 
 
@@ -259,7 +265,8 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     ``profile``: the resolved tier profile; ``node_ports`` / ``peer_ports``: rdma_info's ``live_ports`` of each box;
     ``gpu_pairs``: gpu_info's ``gpu_nic_pairs``; ``options``: slot, perftest_port_base, iperf3_port_base,
     ports_per_node, duration_override, timeout_margin, retest_only, retest_tests, peer_address (the peer's address on the node's link,
-    the subject of peer-link figures), node_address (the node's address on that link, where the peer's clients connect).
+    the subject of peer-link figures), node_address (the node's address on that link, where the peer's clients connect),
+    phase (all, peer: the tests that need a peer, local: those that do not).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
     perftest tests], batches: {perftest test name: [perftest_batches(...)]}, expected: [{id, metric, subject, test,
@@ -274,6 +281,8 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     plan = {'tests': [], 'runs': {}, 'batches': {}, 'perftest_tests': [], 'expected': [], 'pairs': pairs}
     for entry in catalogue.enabled_tests(profile):
         if options['retest_only'] and (not entry['retest'] or (options['retest_tests'] and entry['name'] not in options['retest_tests'])):
+            continue
+        if options['phase'] != 'all' and entry['needs_peer'] != (options['phase'] == 'peer'):
             continue
         params = tests_params.get(entry['name']) or {}
         if entry['needs_peer'] and entry['module'] == 'perftest' and not pairs:

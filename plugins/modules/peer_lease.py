@@ -53,7 +53,10 @@ options:
     type: int
     default: 3600
   wait:
-    description: Seconds to wait for a free peer before giving up.
+    description:
+      - Seconds to wait for a free peer before giving up.
+      - V(0) tries once and fails at once with RV(error_class=peer_busy) when every peer is taken (validate.yml's look for a free
+        peer before the node's peer-independent tests fill the wait).
     type: int
     default: 86400
   suspect_limit:
@@ -170,7 +173,7 @@ def main():
     problems += validate.problems_of([validate.check_path_component('node', params['node']),
                                       validate.check_path_component('run', params['run']),
                                       validate.check_timeout('ttl', params['ttl'], maximum=7 * 86400),
-                                      validate.check_timeout('wait', params['wait'], maximum=7 * 86400)]
+                                      validate.check_timeout('wait', params['wait'], maximum=7 * 86400, allow_zero=True)]
                                      + [validate.check_path_component('peers[%d]' % i, p) for i, p in enumerate(params['peers'])])
     if not params['lease_dir'].startswith('/'):
         problems.append('lease_dir must be an absolute path, got %r' % params['lease_dir'])

@@ -10,19 +10,26 @@ firmware.  So one playbook run checks them all, and that every one of ten
 nodes gets its report; the two-box RoCE pair gets its own lab and is
 validated twice, to show a second run never touches the first run's evidence.
 Every lab host has the docker0 trap (172.17.0.1/16 on node and peer): the
-NCCL figures of the healthy nodes show it harmless.
+NCCL figures of the healthy nodes show it harmless.  Every host's dcgmi diag
+takes DCGMI_SECONDS, long against the lab's peer tests, and the peer HCAs'
+ledgers are read all run long: the schedule is checked from the recorded start
+and end of every RDMA session and every diagnostic (a peer HCA never carries
+two nodes; a node's diagnostic runs while it waits, never beside its own RDMA).
 """
 import glob
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
+import time
 
 import pytest
 import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
-from tests.lab.conftest import BIN, ROOT, cli, lab_env
+from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from tests.lab.conftest import BIN, LAB_ROOT, ROOT, cli, lab_env
 
 pytestmark = pytest.mark.lab
 
@@ -33,8 +40,31 @@ PATTERNS = {
 }
 # Real faults on top of the profiles: tc throttles node05's cable to its peer; node08's cable flaps.
 MIXED_FAULTS = (('slow-link', 'node05'), ('link-flap', 'node08'))
-MIXED = ['up', '--profile', 'healthy-400g', '--nodes', str(len(PATTERNS)), '--peers', '2', '--node-profiles',
-         ','.join('%s=%s' % (node, profile) for node, profile in sorted(PATTERNS.items()) if profile != 'healthy-400g')]
+DCGMI_SECONDS = 20
+MIXED = ['up', '--profile', 'healthy-400g', '--nodes', str(len(PATTERNS)), '--peers', '2', '--dcgmi-seconds', str(DCGMI_SECONDS),
+         '--node-profiles', ','.join('%s=%s' % (node, profile) for node, profile in sorted(PATTERNS.items()) if profile != 'healthy-400g')]
+
+
+def bench_script():
+    """scripts/bench.py, whose ledger reader records every RDMA session's start and end while a playbook runs."""
+    spec = importlib.util.spec_from_file_location('netval_bench', os.path.join(ROOT, 'scripts', 'bench.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def diagnostic_runs(node, since):
+    """[(start, end)] of every emulated dcgmi diag the host ran from ``since`` on (its log/dcgmi.log)."""
+    path = os.path.join(LAB_ROOT, 'nodes', node, 'log', 'dcgmi.log')
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding='utf-8') as handle:
+        runs = [(float(line.split()[0]), float(line.split()[1])) for line in handle if line.strip()]
+    return [run for run in runs if run[0] >= since]
+
+
+def overlap(a, b):
+    return min(a[1], b[1]) - max(a[0], b[0])
 
 
 def validate(tmp_path, *extra):
@@ -80,14 +110,56 @@ def mixed_run(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
     cli(*MIXED, check=True)
     for fault, node in MIXED_FAULTS:
         cli('fault', fault, '--node', node, check=True)
+    bench = bench_script()
+    started = time.time()
     try:
-        rc, out, reports, evidence = validate(tmp_path_factory.mktemp('mixed'))
+        with bench.LedgerPoller(os.path.join(LAB_ROOT, 'nodes')) as poller:
+            rc, out, reports, evidence = validate(tmp_path_factory.mktemp('mixed'))
     finally:
         cli('fault', 'clear')
     assert rc == 0, out[-6000:]
     with open(str(reports / 'latest' / 'summary.json'), encoding='utf-8') as handle:
         summary = json.load(handle)
+    window = (started, time.time())
+    MIXED_SCHEDULE.update(sessions=[s for s in poller.store.values() if s['start'] >= started],
+                          peer_sessions=bench.session_intervals(poller.store, PATTERNS, ['peer01', 'peer02'], window=window),
+                          diagnostics=dict((node, diagnostic_runs(node, started)) for node in PATTERNS))
     return summary, reports, evidence
+
+
+# What the mixed run's schedule was: every ledger session, the peer HCA intervals per node, every diagnostic run.
+MIXED_SCHEDULE = {}
+
+
+# node04's GPU is off the bus: preflight blocks its tests, so it never takes a peer (nor runs dcgmi diag).
+BLOCKED_IN_PREFLIGHT = ('node04',)
+
+
+def test_no_peer_hca_ever_carries_two_nodes_at_once_and_a_node_blocked_in_preflight_never_takes_one(mixed_run):
+    intervals, unattributed = MIXED_SCHEDULE['peer_sessions']
+    assert unattributed == 0
+    assert sorted(set(node for _peer, _hca, node, _start, _end in intervals)) == sorted(set(PATTERNS) - set(BLOCKED_IN_PREFLIGHT))
+    assert task_timeline.peer_overlap_s(intervals) == 0, task_timeline.peer_overlap_spans(intervals)
+
+
+def test_diagnostics_run_while_nodes_wait_for_a_peer_never_beside_their_own_rdma(mixed_run):
+    diagnostics = MIXED_SCHEDULE['diagnostics']
+    ran = dict((node, runs) for node, runs in diagnostics.items() if runs)
+    assert sorted(ran) == sorted(n for n in PATTERNS if PATTERNS[n] != 'dcgmi-missing' and n not in BLOCKED_IN_PREFLIGHT)
+    assert all(len(runs) == 1 and runs[0][1] - runs[0][0] >= DCGMI_SECONDS - 1 for runs in ran.values()), ran
+    own = {}
+    for session in MIXED_SCHEDULE['sessions']:
+        if session['host'] in PATTERNS and not session['device'].startswith('rail-'):
+            own.setdefault(session['host'], []).append((session['start'], session['end'] or session['last_seen']))
+    for node, runs in ran.items():
+        assert own.get(node), '%s has no RDMA session in its own ledgers' % node
+        beside = [s for s in own[node] if overlap(runs[0], s) > 0]
+        assert beside == [], '%s ran dcgmi diag %s beside its own RDMA sessions %s' % (node, runs[0], beside)
+    # The wait is used: most diagnostics overlap another node's peer tests (only the first nodes on a peer run theirs after).
+    intervals, _unattributed = MIXED_SCHEDULE['peer_sessions']
+    busy_elsewhere = [node for node, runs in ran.items()
+                      if any(other != node and overlap(runs[0], (start, end)) > 0 for _p, _h, other, start, end in intervals)]
+    assert len(busy_elsewhere) >= len(ran) - 2, (busy_elsewhere, ran)
 
 
 def test_every_one_of_ten_nodes_gets_its_report_bucket_and_named_cause(mixed_run):

@@ -45,7 +45,7 @@ def node_records(host, acquired, test_start, play3_end=30.5):
     return [
         rec(host, 'Read the RDMA ports', 0.0, 2.0, PRE, action=NETVAL + 'rdma_info', role=NETVAL + 'preflight'),
         rec(host, 'Keep the healthy peers', 2.0, 3.0, PRE),
-        rec(host, 'Wait for a free known-good peer and lease it', 3.0, acquired, MEASURE, action=NETVAL + 'peer_lease'),
+        rec(host, bench.TAKE_TASK, 3.0, acquired, MEASURE, action=NETVAL + 'peer_lease'),
         rec(host, 'Run the clients of b0', test_start, test_start + 10.0, MEASURE, action=NETVAL + 'perftest', role=TIER_TESTS),
         rec(host, 'Give the peer back', test_start + 10.5, test_start + 11.0, MEASURE, action=NETVAL + 'peer_lease'),
         rec(host, 'Evidence', test_start + 11.0, test_start + 12.0, MEASURE, role=NETVAL + 'evidence'),
@@ -158,20 +158,20 @@ def test_lease_holds_pair_each_lease_taken_with_the_one_given_back():
     assert bench.lease_holds(FOUR_ON_TWO) == {'node01': 11.0, 'node02': 11.0, 'node03': 11.0, 'node04': 11.0}
     # a re-test takes a second lease: both holds count; an unpaired take (the run broke) holds nothing
     records = node_records('node01', 3.5, 4.0) + [
-        rec('node01', 'Wait for a free known-good peer and lease it', 16.5, 17.0, MEASURE, action=NETVAL + 'peer_lease'),
+        rec('node01', bench.TAKE_TASK, 16.5, 17.0, MEASURE, action=NETVAL + 'peer_lease'),
         rec('node01', 'Give the peer back', 20.0, 21.0, MEASURE, action=NETVAL + 'peer_lease'),
-        rec('node01', 'Wait for a free known-good peer and lease it', 22.0, 23.0, MEASURE, action=NETVAL + 'peer_lease')]
+        rec('node01', bench.TAKE_TASK, 22.0, 23.0, MEASURE, action=NETVAL + 'peer_lease')]
     assert bench.lease_holds(timeline(records)) == {'node01': 11.0 + 3.0}
     assert bench.lease_holds(FOUR_ON_TWO, {'node03'}) == {'node03': 11.0}
 
 
 def test_lease_pairs_skip_a_suspicion_and_skipped_records_and_follow_the_playbooks_names():
     records = node_records('node01', 3.5, 4.0) + [
-        rec('node01', 'Wait for a free known-good peer and lease it', 16.5, 17.0, MEASURE, action=NETVAL + 'peer_lease'),
+        rec('node01', bench.TAKE_TASK, 16.5, 17.0, MEASURE, action=NETVAL + 'peer_lease'),
         rec('node01', 'Record the suspicion (a peer two nodes suspect leaves the pool for the rest of the run)', 18.0, 18.5, MEASURE,
             action=NETVAL + 'peer_lease'),
         rec('node01', 'Give the peer back', 20.0, 21.0, MEASURE, action=NETVAL + 'peer_lease'),
-        dict(rec('node01', 'Wait for a free known-good peer and lease it', 22.0, 22.0, MEASURE, action=NETVAL + 'peer_lease'),
+        dict(rec('node01', bench.TAKE_TASK, 22.0, 22.0, MEASURE, action=NETVAL + 'peer_lease'),
              status='skipped')]
     assert bench.lease_holds(timeline(records)) == {'node01': 11.0 + 3.0}
     # renamed tasks: the records pair in turn
@@ -187,6 +187,11 @@ def test_the_lease_task_names_are_the_playbooks():
     names += [(task['name'], 'gpufleet.netval.peer_lease' in task) for block in tasks for key in ('block', 'always', 'rescue')
               for task in block.get(key) or []]
     assert (bench.TAKE_TASK, True) in names and (bench.GIVE_TASK, True) in names
+    with open(os.path.join(fixtures.ROOT, 'playbooks', 'validate.yml'), encoding='utf-8') as handle:
+        plays = yaml.safe_load(handle)
+    at_once = [task for play in plays for task in play.get('tasks') or [] for inner in task.get('block') or [] for task in [inner]
+               if task.get('name') == bench.TAKE_AT_ONCE_TASK]
+    assert len(at_once) == 1 and at_once[0]['gpufleet.netval.peer_lease']['wait'] == 0
 
 
 def test_lease_handovers_time_a_waiting_node_from_the_give_back_to_its_take():
@@ -195,7 +200,7 @@ def test_lease_handovers_time_a_waiting_node_from_the_give_back_to_its_take():
     assert bench.lease_handovers(FOUR_ON_TWO, {'node01', 'node02'}) == []
     # a host's own give-back (before its re-test lease) is no handover
     records = node_records('node01', 3.5, 4.0) + [
-        rec('node01', 'Wait for a free known-good peer and lease it', 14.0, 15.5, MEASURE, action=NETVAL + 'peer_lease'),
+        rec('node01', bench.TAKE_TASK, 14.0, 15.5, MEASURE, action=NETVAL + 'peer_lease'),
         rec('node01', 'Give the peer back', 20.0, 21.0, MEASURE, action=NETVAL + 'peer_lease')]
     assert bench.lease_handovers(timeline(records)) == []
 
@@ -378,8 +383,9 @@ def test_matrix_and_cell_tables():
     cell = bench.cell_lines(figs)
     assert cell[0] == 'N=4 P=2: wall_s=33.00 one_node_test_s=10.00 ideal_s=20.00 (= ceil(4/2)=2 x 10.00)'
     assert 'overhead_per_node_s=5.50' in cell[1]
-    assert cell[2].startswith('  per_node_peer_s=12.00 (peer hold 11.00 + handover 1.00 over 2 waiting lease(s))')
-    assert cell[3].split('\n')[2].split() == ['node01', '32.00', '18.00', '10.00', '1.00', '11.00', '7.00']
+    assert cell[2].startswith('  bound_s=20.00 ')
+    assert cell[3].startswith('  per_node_peer_s=12.00 (peer hold 11.00 + handover 1.00 over 2 waiting lease(s))')
+    assert cell[4].split('\n')[2].split() == ['node01', '32.00', '18.00', '10.00', '1.00', '11.00', '7.00']
 
 
 def test_command_lines_and_environment():
@@ -444,7 +450,7 @@ def add(host, sid, start, end):
 for i, node in enumerate(nodes):
     r = i // len(peers)
     rec(node, 'Read the RDMA ports', 0.0, 1.0, 'pre', action='gpufleet.netval.rdma_info')
-    rec(node, 'Wait for a free known-good peer and lease it', 1.0, 1.1 + 2 * r, 'measure', action='gpufleet.netval.peer_lease')
+    rec(node, 'Wait for a free known-good peer and lease it (unless the node took one at once)', 1.0, 1.1 + 2 * r, 'measure', action='gpufleet.netval.peer_lease')
     rec(node, 'Run the clients', 1.2 + 2 * r, 2.2 + 2 * r, 'measure', action='gpufleet.netval.perftest', role='gpufleet.netval.tier_tests')
     rec(node, 'Give the peer back', 2.3 + 2 * r, 2.4 + 2 * r, 'measure', action='gpufleet.netval.peer_lease')
     rec(node, 'Evidence', 2.4 + 2 * r, 2.6 + 2 * r, 'measure')
@@ -563,3 +569,16 @@ def test_a_failed_lab_up_stops_the_benchmark_with_its_log(tmp_path):
     assert proc.returncode == 1
     assert 'lab up --nodes 2 --peers 1 failed (rc 2)' in proc.stderr and 'must run as root' in proc.stderr
     assert python  # the working stand-in was not used
+
+
+def test_the_bound_counts_the_peer_queue_or_one_nodes_own_tests_whichever_is_longer():
+    # synthetic: the four nodes of FOUR_ON_TWO, each with an 8 s dcgmi diag while it held no peer
+    diag = [rec(host, 'Run dcgmi diag at the tier\'s level', 20.0, 28.0, MEASURE, action=NETVAL + 'dcgmi_diag', role=TIER_TESTS)
+            for host in ('node01', 'node02', 'node03', 'node04')]
+    doc = timeline(FOUR_ON_TWO['records'] + diag)
+    figs = bench.figures(doc, 4, 2, [])
+    assert (figs['local_test_s'], figs['peer_test_s']) == (8.0, 10.0)
+    assert figs['bound_s'] == 20.0 and figs['ratio_to_bound'] == pytest.approx(33.0 / 20.0)   # max(2 x 10, 8 + 10)
+    assert bench.bound_s(1, 1, 10.0, 8.0) == 18.0 and bench.bound_s(4, 2, None, 8.0) is None
+    assert '  bound_s=20.00 (= max(ceil(4/2) x peer_test_s 10.00, local_test_s 8.00 + peer_test_s)) ratio_to_bound=1.65' in bench.cell_lines(figs)
+    assert LAST_LINE.match(bench.last_line(figs))

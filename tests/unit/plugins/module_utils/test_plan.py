@@ -224,3 +224,20 @@ def test_repeats_are_checked_where_the_profile_is(test, repeats, message):
     assert [e for e in errors if message in e], errors
     good = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], gdr=dict(TIERS['400G']['tests']['gdr'], repeats=10)))
     assert catalogue.profile_errors(good, '400G') == []
+
+
+def test_the_local_phase_plans_only_what_needs_no_peer_and_the_peer_phase_the_rest():
+    node = live_ports(8)
+    gpus = gpu_pairs_of([p['device'] for p in node])
+    local = plan.tier_test_plan(TIERS['400G'], node, [], gpus, {'slot': 0, 'phase': 'local'})
+    peer = plan.tier_test_plan(TIERS['400G'], node, live_ports(8), gpus, {'slot': 0, 'phase': 'peer', 'peer_address': '10.252.0.2'})
+    whole = plan_400g()
+    assert local['tests'] == ['dcgmi'] and [e['metric'] for e in local['expected']] == ['dcgmi_diag']
+    assert peer['tests'] == [name for name in whole['tests'] if name != 'dcgmi']
+    # Together the two phases plan every figure the single pass does, each once.
+    assert sorted(e['id'] for e in local['expected'] + peer['expected']) == sorted(e['id'] for e in whole['expected'])
+    assert all(catalogue.needs_peer(name) for name in peer['tests']) and not catalogue.needs_peer('dcgmi')
+    # dcgmi shares the node's PCIe complexes with its NICs: never beside the node's own network tests.
+    assert not catalogue.test('dcgmi')['beside_network']
+    with pytest.raises(plan.PlanError, match='phase must be one of all, peer, local'):
+        plan.tier_test_plan(TIERS['400G'], node, [], gpus, {'phase': 'later'})

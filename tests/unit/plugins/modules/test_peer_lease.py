@@ -45,3 +45,12 @@ def test_bad_options_fail_before_any_lease_is_touched(tmp_path):
     assert failed and result['error_class'] == 'invalid_options' and 'lease_dir' in result['msg'] and 'ttl' in result['msg']
     result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', peers=[]))
     assert failed and 'peers must name at least one peer' in result['msg']
+
+
+def test_wait_zero_takes_a_free_peer_or_says_busy_at_once(tmp_path):
+    first, failed = run_module(peer_lease.main, args(tmp_path, 'node01', wait=0, peers=['peer01']))
+    assert not failed and first['peer'] == 'peer01' and first['waited_s'] < 0.5
+    busy, failed = run_module(peer_lease.main, args(tmp_path, 'node02', wait=0, peers=['peer01']))
+    assert failed and busy['error_class'] == 'peer_busy' and busy['peer'] is None and busy['waited_s'] < 0.5
+    negative, failed = run_module(peer_lease.main, args(tmp_path, 'node02', wait=-1, peers=['peer01']))
+    assert failed and 'wait must be a finite number of seconds, from 0 to' in negative['msg']
