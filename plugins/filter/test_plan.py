@@ -41,7 +41,7 @@ options:
       - C(slot), C(perftest_port_base), C(iperf3_port_base), C(ports_per_node), C(duration_override), C(timeout_margin),
         C(retest_only), C(retest_tests), C(peer_address), C(node_address).
       - C(phase) V(all) (default), V(peer) (only the tests that need a peer, run under its lease) or V(local) (only those that
-        do not, such as dcgmi diag: run while the node waits for a peer or after it gave it back; C(peer_ports) may be empty).
+        do not, such as dcgmi diag, run while the node waits for a peer or after it gave it back; C(peer_ports) may be empty).
     type: dict
     default: {}
 '''

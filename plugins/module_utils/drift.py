@@ -624,7 +624,8 @@ def _counter_findings(baseline_doc, current_doc, rules):
         parts = []
         for entry in sorted(entries, key=lambda e: str(e['counter'].get('counter'))):
             note = '; %s' % entry['note'] if entry['note'] else ''
-            parts.append('%s %s +%s in %.1f h (%s/h%s)' % (entry['counter'].get('source'), entry['counter'].get('counter'),
+            # Three significant digits: a window of minutes reads as 0.0211 h, not 0.0 h.
+            parts.append('%s %s +%s in %.3g h (%s/h%s)' % (entry['counter'].get('source'), entry['counter'].get('counter'),
                                                            _g(entry['growth']), entry['hours'], _rate(entry['rate']), note))
         detail = '%s %s: %s; limit %s/h' % (subject, check.replace('_', ' '), ', '.join(parts), _g(worst['limit']))
         if check == 'port_flap' and over:

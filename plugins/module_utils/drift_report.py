@@ -116,12 +116,13 @@ def _cell(value):
 _SECTION_TITLES = ((drift.RED, 'Red'), (drift.EXPECTED, 'Expected (maintenance)'), (drift.INFO, 'Info'))
 
 
-def node_markdown(name, entry):
-    """Per-node Markdown: the node's status, its findings by severity and the figure delta table when present."""
+def node_markdown(name, entry, kind='drift'):
+    """Per-node Markdown: the node's status, its findings by severity and the figure delta table when present;
+    ``kind`` (drift or revalidation) titles it."""
     entry = check_nodes({name: entry})[name]
     findings = entry['findings']
     counted = drift.counts(findings)
-    lines = ['# %s: drift %s' % (_cell(name), node_status(findings)), '',
+    lines = ['# %s: %s %s' % (_cell(name), kind, node_status(findings)), '',
              '- findings: %d red, %d expected, %d info' % (counted[drift.RED], counted[drift.EXPECTED], counted[drift.INFO])]
     for key, label in (('baseline_timestamp', 'baseline'), ('timestamp', 'checked'), ('bucket', 'bucket'), ('tier', 'tier')):
         if entry.get(key) is not None:

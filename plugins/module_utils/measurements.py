@@ -15,6 +15,7 @@ letter.  Which reader handles a metric, and in which unit, is the catalogue's
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
@@ -429,7 +430,7 @@ def all_nics_measurements(run, servers_result, clients_result, before=None, afte
 
 
 def _is_figure(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value not in (float('inf'), float('-inf'))
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def combine_repeats(measurements):
@@ -468,9 +469,11 @@ def combine_repeats(measurements):
             entry['repeat_errors'] = ['repeat %d of %d: %s' % (index + 1, len(group), e.get('error') or 'no figure')
                                       for index, e in failed]
         # Every repeat's output stays in the evidence, each under its own header.
-        entry['raw'] = ''.join('# repeat %d of %d%s\n%s\n' % (index + 1, len(group), ' (graded)' if repeat is picked else '',
-                                                           (repeat.get('raw') or '').rstrip('\n'))
-                               for index, repeat in enumerate(group))
+        outputs = []
+        for index, repeat in enumerate(group):
+            header = '# repeat %d of %d%s' % (index + 1, len(group), ' (graded)' if repeat is picked else '')
+            outputs.append('%s\n%s\n' % (header, (repeat.get('raw') or '').rstrip('\n')))
+        entry['raw'] = ''.join(outputs)
         combined.append(entry)
     return combined
 

@@ -123,7 +123,7 @@ def main():
         files = {'%s.json' % params['kind']: drift_report.report_json(nodes, params['timestamp']),
                  'junit.xml': drift_report.junit_xml(nodes), 'netval.prom': drift_report.textfile(nodes, playbook, params['timestamp'])}
         for name in sorted(nodes):
-            files['nodes/%s.md' % name] = drift_report.node_markdown(name, nodes[name])
+            files['nodes/%s.md' % name] = drift_report.node_markdown(name, nodes[name], params['kind'])
     except ValueError as exc:
         checks.fail_if_invalid(module, 'drift_report', [str(exc)])
     red = sorted(name for name, entry in nodes.items() if any(f.get('severity') == drift.RED for f in entry['findings']))

@@ -450,7 +450,8 @@ def add(host, sid, start, end):
 for i, node in enumerate(nodes):
     r = i // len(peers)
     rec(node, 'Read the RDMA ports', 0.0, 1.0, 'pre', action='gpufleet.netval.rdma_info')
-    rec(node, 'Wait for a free known-good peer and lease it (unless the node took one at once)', 1.0, 1.1 + 2 * r, 'measure', action='gpufleet.netval.peer_lease')
+    rec(node, 'Wait for a free known-good peer and lease it (unless the node took one at once)', 1.0, 1.1 + 2 * r, 'measure',
+        action='gpufleet.netval.peer_lease')
     rec(node, 'Run the clients', 1.2 + 2 * r, 2.2 + 2 * r, 'measure', action='gpufleet.netval.perftest', role='gpufleet.netval.tier_tests')
     rec(node, 'Give the peer back', 2.3 + 2 * r, 2.4 + 2 * r, 'measure', action='gpufleet.netval.peer_lease')
     rec(node, 'Evidence', 2.4 + 2 * r, 2.6 + 2 * r, 'measure')

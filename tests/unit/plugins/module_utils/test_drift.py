@@ -218,7 +218,7 @@ def test_pause_frames_and_discards_against_their_limits():
     assert [(f['check'], f['subject'], f['severity']) for f in storm] == [('pause_frames', 'mlx5_4', 'red')]
     busy = compare(stats=samples.stats_with('ibp155s0', rx_prio3_pause=3600000 * 24, rx_pause_ctrl_phy=1000))
     assert [(f['check'], f['severity']) for f in busy] == [('pause_frames', 'info')]
-    assert 'rx_pause_ctrl_phy +1000' in busy[0]['detail'] and 'rx_prio3_pause +86400000' in busy[0]['detail']
+    assert 'rx_pause_ctrl_phy +1000 in 24 h' in busy[0]['detail'] and 'rx_prio3_pause +86400000 in 24 h' in busy[0]['detail']
     drops = compare(stamp=samples.HOUR_LATER, stats=samples.stats_with('ibp59s0', rx_discards_phy=1001))
     assert [(f['check'], f['subject'], f['severity']) for f in drops] == [('rx_discards_phy', 'mlx5_1', 'red')]
     near = compare(stamp=samples.HOUR_LATER, stats=samples.stats_with('ibp59s0', rx_discards_phy=1000))
@@ -559,3 +559,9 @@ def test_junk_anywhere_in_a_baseline_or_current_state_is_a_drift_error_or_compar
             target[path[-1]] = original
     assert json.dumps([old, now], sort_keys=True) == before
     assert tried > 1000
+
+
+def test_a_window_of_minutes_is_written_with_its_digits_not_as_zero_hours():
+    findings = compare(stamp='20261201T101556Z', stats=samples.stats_with('ibp93s0', rx_crc_errors_phy=6),
+                       rules=samples.rules(port_rcv_errors=10))
+    assert 'rx_crc_errors_phy +6 in 0.167 h' in findings[0]['detail'], findings[0]['detail']

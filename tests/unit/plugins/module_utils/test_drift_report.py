@@ -82,8 +82,8 @@ def test_markdown_has_the_figure_delta_table():
     node = samples.result()
     [t for t in node['tests'] if t['id'] == 'gdr_bw_gbs:mlx5_6'][0]['value'] = 45.0
     rows = drift.compare_figures(BASELINE, node, samples.rules()['figure_tolerances'])
-    text = drift_report.node_markdown('node01', {'findings': drift.figure_findings(rows), 'figure_deltas': rows})
-    assert '## Figures against the baseline' in text
+    text = drift_report.node_markdown('node01', {'findings': drift.figure_findings(rows), 'figure_deltas': rows}, 'revalidation')
+    assert text.startswith('# node01: revalidation red\n') and '## Figures against the baseline' in text
     assert '| gdr_bw_gbs | mlx5_6 | 65536 | 46.500004 | 45.0 | GB/s | -3.226 | 3.0 |  | regression |' in text
 
 
