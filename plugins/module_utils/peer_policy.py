@@ -61,6 +61,21 @@ def first_peers(healthy, explicit=None):
     return healthy
 
 
+def gives_up_peer(local_measurements):
+    """Why a node that ran its peer-independent tests while waiting should not take a peer, or '' when it should.
+
+    A GPU diagnostic that failed (dcgmi diag Fail) sends the node back whatever its network measures, so it leaves
+    the queue to the nodes that can still be accepted.  A warning, or a diagnostic that could not run (our gap, such
+    as dcgmi not installed), keeps its place: the network tests still decide.
+    """
+    failed = [m for m in local_measurements or [] if isinstance(m, dict) and m.get('metric') == 'dcgmi_diag'
+              and m.get('preset_status') == 'reject']
+    if not failed:
+        return ''
+    return ('dcgmi diag failed while the node waited for a peer (%s): the node goes back to the provider whatever its '
+            'network measures, so it gave up its place in the queue' % '; '.join(m.get('as_printed') or str(m.get('subject')) for m in failed))
+
+
 def retest_peer(node_result, healthy, tried, enabled=True):
     """The peer that should re-test this node, or '' when none should.
 

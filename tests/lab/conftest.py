@@ -3,6 +3,7 @@
 Tests that rebuild or remove the lab (down/cleanup, molecule) may run in between;
 the autouse ``lab`` fixture brings it back with an idempotent ``up`` (quick when it is already up).
 """
+import importlib.util
 import json
 import os
 import subprocess
@@ -23,6 +24,14 @@ def lab_env():
     env['ANSIBLE_COLLECTIONS_PATH'] = os.path.join(ROOT, '.cache', 'collections')
     env['ANSIBLE_CONFIG'] = os.path.join(ROOT, 'ansible.cfg')
     return env
+
+
+def bench_script():
+    """scripts/bench.py, whose LedgerPoller records every RDMA session's start and end while a playbook runs."""
+    spec = importlib.util.spec_from_file_location('netval_bench', os.path.join(ROOT, 'scripts', 'bench.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cli(*args, timeout=300, check=False):

@@ -1,19 +1,24 @@
-"""After acceptance on the lab: a healthy node is accepted (its baseline of parsed facts kept beside the raw outputs), then
-real and emulated changes are applied with the lab's faults and drift.yml must report each with its severity and exit code."""
+"""After acceptance on the lab: `make demo` (README's command: node01 healthy, node02 with a NIC at Gen4, one peer) accepts
+node01, its baseline of parsed facts kept beside the raw outputs, and must have measured its two nodes one at a time on
+the peer; then real and emulated changes are applied to node01 with the lab's faults and drift.yml must report each with
+its severity and exit code."""
 import json
 import os
+import pathlib
 import subprocess
+import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.lab.conftest import BIN, ROOT, cli, lab_env
+from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from tests.lab.conftest import BIN, LAB_ROOT, ROOT, bench_script, cli, lab_env
 
 pytestmark = pytest.mark.lab
 
 
-def playbook(name, reports, evidence, *extra):
-    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', 'inventories/lab', 'playbooks/%s' % name, '-l', 'new_nodes',
+def playbook(name, reports, evidence, *extra, limit='node01'):
+    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', 'inventories/lab', 'playbooks/%s' % name, '-l', limit,
             '-e', 'report_root=%s' % reports, '-e', 'evidence_controller_dir=%s' % evidence] + list(extra)
     proc = subprocess.run(argv, cwd=ROOT, env=lab_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=900, check=False)
@@ -25,14 +30,32 @@ def drift_findings(reports, node='node01'):
         return json.load(handle)['nodes'][node]['findings']
 
 
+# What make demo's run was: the peer HCA intervals per node, and its summary.
+DEMO = {}
+
+
 @pytest.fixture(scope='module')
 def accepted(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
-    cli('up', '--profile', 'healthy-400g', '--nodes', '1', '--peers', '1', check=True)
     base = tmp_path_factory.mktemp('drift')
-    reports, evidence = base / 'reports', base / 'evidence'
-    rc, out = playbook('validate.yml', reports, evidence)
-    assert rc == 0, out[-4000:]
-    return base, reports, evidence
+    reports, evidence = base / 'reports', os.path.join(ROOT, 'evidence')  # make demo keeps its evidence in the checkout
+    bench = bench_script()
+    started = time.time()
+    with bench.LedgerPoller(os.path.join(LAB_ROOT, 'nodes')) as poller:
+        demo = subprocess.run(['make', 'demo'], cwd=ROOT, env=lab_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=900, check=False)
+    assert demo.returncode == 0, demo.stdout[-4000:]
+    DEMO.update(output=demo.stdout, peer_sessions=bench.session_intervals(poller.store, ['node01', 'node02'], ['peer01'],
+                                                                          window=(started, time.time())))
+    return base, reports, pathlib.Path(evidence)
+
+
+def test_make_demo_measures_its_two_nodes_one_at_a_time_on_the_peer_and_prints_the_summary(accepted):  # pylint: disable=unused-argument
+    intervals, unattributed = DEMO['peer_sessions']
+    assert unattributed == 0 and sorted(set(node for _p, _h, node, _s, _e in intervals)) == ['node01', 'node02']
+    assert task_timeline.peer_overlap_s(intervals) == 0, task_timeline.peer_overlap_spans(intervals)
+    rows = [line.split() for line in DEMO['output'].splitlines() if line.startswith('node0')]
+    summary = [row for row in rows if len(row) > 3 and row[2] == '400G']  # summary.txt's table, not the play recap
+    assert [(row[0], row[1], row[3]) for row in summary] == [('node01', 'peer01', 'A'), ('node02', 'peer01', 'C')], DEMO['output'][-3000:]
 
 
 def test_acceptance_keeps_a_baseline_of_parsed_facts_beside_the_raw_outputs(accepted):
@@ -56,6 +79,8 @@ def test_unchanged_node_has_no_red_finding_and_a_textfile_prometheus_parses(acce
     families = dict((f.name, f) for f in text_string_to_metric_families((reports / 'latest' / 'netval.prom').read_text()))
     stamps = [s for s in families['netval_last_run_timestamp_seconds'].samples if s.labels == {'node': 'node01', 'playbook': 'drift'}]
     assert stamps and stamps[0].value > 1.7e9
+    buckets = dict((s.labels['bucket'], s.value) for s in families['netval_node_bucket'].samples if s.labels['node'] == 'node01')
+    assert buckets == {'A': 1, 'B': 0, 'C': 0}  # the bucket of the validation that made the baseline
     assert (reports / 'latest' / 'junit.xml').exists() and (reports / 'latest' / 'nodes' / 'node01.md').exists()
 
 
@@ -151,7 +176,7 @@ def test_revalidation_after_a_cable_swap_reports_the_hcas_delta_while_the_node_s
 
 def test_evidence_playbook_collects_three_verified_bundles_without_tests(lab_session, tmp_path):  # pylint: disable=unused-argument
     cli('up', '--profile', 'healthy-400g', '--nodes', '3', '--peers', '1', check=True)
-    rc, out = playbook('evidence.yml', tmp_path / 'reports', tmp_path / 'evidence')
+    rc, out = playbook('evidence.yml', tmp_path / 'reports', tmp_path / 'evidence', limit='new_nodes')
     assert rc == 0, out[-4000:]
     assert 'tier_tests' not in out and 'perftest' not in out
     bundles = sorted((tmp_path / 'evidence').glob('node0*/2*'))

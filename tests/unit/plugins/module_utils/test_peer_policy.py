@@ -1,7 +1,8 @@
 """Peer choice, the re-test decision and the merge of two peers' figures."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import peer_policy
+from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi, measurements, peer_policy
+from tests.unit import fixtures
 
 
 def graded(metric, status, subject='mlx5_0'):
@@ -96,3 +97,28 @@ def test_a_first_peer_is_suspect_only_for_rejects_the_second_peer_found_healthy(
     # the node itself is slow on mlx5_1 against both peers: that proves nothing against peer01
     assert peer_policy.suspect_peer(first[1:], final, 'peer01') == {}
     assert peer_policy.suspect_peer(first, [dict(t, peer='peer01') for t in final], 'peer01') == {}
+
+
+def _diagnostic(text):
+    """A real dcgmi diag output through the module's parser and the measurement reader."""
+    return measurements.run_measurements(dcgmi.parse_dcgmi_diag(text), {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
+
+
+def test_a_failed_gpu_diagnostic_gives_up_the_place_in_the_queue_and_says_what_failed():
+    # Found public output: 8x H100, DCGM 3.3.8, dcgmi diag -r 3, GPU Memory failing on all GPUs (tests/fixtures/dcgmi).
+    failed = _diagnostic(fixtures.local('dcgmi/dcgmi_diag_r3_dcgm3.3.8_gpu_memory_fail_all_8xh100_prompt_nccltests264.txt'))
+    assert [m['preset_status'] for m in failed if m['preset_status'] == 'reject']
+    reason = peer_policy.gives_up_peer(failed)
+    assert reason.startswith('dcgmi diag failed while the node waited for a peer (')
+    assert 'gave up its place in the queue' in reason
+    for entry in failed:
+        if entry['preset_status'] == 'reject':
+            assert entry['as_printed'] in reason
+
+
+def test_near_miss_a_passing_diagnostic_or_one_that_could_not_run_keeps_the_place():
+    assert peer_policy.gives_up_peer(_diagnostic(fixtures.shared('dcgmi/dcgmi_diag_r3_dcgm3.0.4_deployment_pass_dcgm55_truncated.txt'))) == ''
+    missing = {'id': 'dcgmi_diag:gpus', 'metric': 'dcgmi_diag', 'subject': 'gpus', 'value': None, 'error_class': 'tool_missing',
+               'error': "node01: required tool 'dcgmi' was not found on PATH"}
+    warned = {'id': 'dcgmi_diag:PCIe', 'metric': 'dcgmi_diag', 'subject': 'PCIe', 'preset_status': 'marginal'}
+    assert peer_policy.gives_up_peer([missing, warned]) == '' and peer_policy.gives_up_peer([]) == ''
