@@ -18,7 +18,7 @@ from . import IPERF3_PORT, LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, PERFTEST_PO
 from . import inventory, netns
 from .netns import LabError
 
-REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'peer-down', 'port-busy')
+REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'peer-down', 'peer-down-midrun', 'port-busy')
 # Faults of the node's known-good peer, emulated on the peer's own hardware.
 PEER_FAULTS = {'peer-nic-slow': 'nic0-slow'}
 EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap') + tuple(PEER_FAULTS)
@@ -363,6 +363,8 @@ def cmd_fault(args):
         record['pid'] = netns.start_flap(link, nic)
     elif name == 'peer-down':
         netns.stop_sshd(peer)
+    elif name == 'peer-down-midrun':
+        record['pid'] = netns.start_down_midrun(peer)
     elif name == 'port-busy':
         record['ports'] = [PERFTEST_PORT, IPERF3_PORT]
         record['pid'] = netns.start_busy_ports(peer, record['ports'])
@@ -387,6 +389,7 @@ def clear_faults(lab):
             netns.set_link(host, ifname, True)
     for host in lab['order']:
         netns.stop_pidfile(os.path.join(node_dir(host), 'busy-ports.pid'))
+        netns.stop_pidfile(os.path.join(node_dir(host), 'down-midrun.pid'))
         if not netns.sshd_alive(host):
             lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)
     if any(f['name'] in EMULATED_FAULTS for f in lab.get('faults', [])):

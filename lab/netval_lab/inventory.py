@@ -49,6 +49,17 @@ SHORT_TESTS = {
 }
 
 
+def prediction_costs(lab):
+    """validate.yml's prediction costs on this lab (netval_prediction_costs): measured here, with its dcgmi's set time.
+
+    Calibrated on this 2-core machine from a 2-node, 1-peer run's task timeline (scripts/task_costs.py): one module call
+    over SSH ~0.8 s, a 1-s session ~1.5 s, a node's preflight, verdict, evidence and report ~30 s.
+    """
+    dcgmi = float(lab.get('dcgmi_seconds') or 0)
+    return {'call_s': 0.8, 'session_s': 0.5, 'node_fixed_s': 30, 'run_fixed_s': 5,
+            'untimed_s': {'perftest': 1, 'jumbo_ping': 5, 'nccl_tests': 3, 'dcgmi_diag': dict((level, dcgmi) for level in (1, 2, 3, 4))}}
+
+
 class _LintCleanDumper(yaml.SafeDumper):
     """Indents list items under their key, as yamllint (and so ansible-lint) expects."""
 
@@ -127,7 +138,8 @@ def write(lab, inventory_dir=INVENTORY_DIR, unpinned=None):
         yaml.dump(build(lab, unpinned), handle, Dumper=_LintCleanDumper, default_flow_style=False, sort_keys=False)
     with open(os.path.join(inventory_dir, 'group_vars', 'all.yml'), 'w', encoding='utf-8') as handle:
         handle.write('---\n# Lab: shorter test durations so one node validates in < 2 min.\n')
-        yaml.dump(SHORT_TESTS, handle, Dumper=_LintCleanDumper, default_flow_style=False, sort_keys=False)
+        yaml.dump(dict(SHORT_TESTS, netval_prediction_costs=prediction_costs(lab)), handle, Dumper=_LintCleanDumper,
+                  default_flow_style=False, sort_keys=False)
     return inventory_dir
 
 

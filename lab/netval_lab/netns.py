@@ -532,6 +532,76 @@ def flap_loop(host, ifname, events, pci, netdev, down_s, period_s):
             log_kernel_event(events, pci, netdev, 'Link up')
 
 
+def namespace_processes(host):
+    """PIDs of the processes in one lab host's network namespace: its sshd and sessions, the servers they started."""
+    inode = _ns_inode(os.path.join('/run/netns', netns_name(host)))
+    if not inode:
+        return []
+    skip = _ancestors()
+    found = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit() or int(name) in skip:
+            continue
+        try:
+            if os.stat('/proc/%s/ns/net' % name).st_ino == inode:
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def start_down_midrun(peer):
+    """Background watcher: at the first RDMA session a node opens on ``peer`` after now, the peer's sshd and every process
+    in its namespace (the servers) stop, as a peer that crashes mid-test; its links stay up."""
+    ndir = node_dir(peer)
+    pidfile = os.path.join(ndir, 'down-midrun.pid')
+    if pid_alive(read_pid(pidfile)):
+        return read_pid(pidfile)
+    argv = [sys.executable, '-m', 'netval_lab.netns', 'down-midrun', peer, '%.6f' % time.time(), pidfile]
+    return spawn_detached(argv, pidfile, os.path.join(ndir, 'log', 'down-midrun.log'))
+
+
+def _session_opened_since(ledger_dir, since):
+    try:
+        names = os.listdir(ledger_dir)
+    except OSError:
+        return None
+    for name in sorted(names):
+        try:
+            with open(os.path.join(ledger_dir, name), encoding='utf-8') as handle:
+                book = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        sessions = book.get('sessions') if isinstance(book, dict) else book
+        for entry in sessions or []:
+            if entry.get('start', 0) >= since and entry.get('end') is None:
+                return entry.get('label') or name
+    return None
+
+
+def down_midrun_loop(peer, since, pidfile):
+    def _stop(_signum, _frame):
+        raise _Stop()
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        while True:
+            label = _session_opened_since(os.path.join(node_dir(peer), 'ledger'), since)
+            if label:
+                break
+            time.sleep(0.05)
+        sys.stdout.write('%.6f %s goes down during: %s\n' % (time.time(), peer, label))
+        sys.stdout.flush()
+        stop_sshd(peer)
+        kill_pids(namespace_processes(peer), grace=0.5)
+    except _Stop:
+        pass
+    finally:
+        try:
+            os.unlink(pidfile)
+        except OSError:
+            pass
+
+
 BUSY_LISTENER = r'''
 import socket, sys, time
 socks = []
@@ -568,7 +638,11 @@ def main(argv):
     if argv and argv[0] == 'flap' and len(argv) == 8:
         flap_loop(argv[1], argv[2], argv[3], argv[4], argv[5], float(argv[6]), float(argv[7]))
         return 0
-    sys.stderr.write('usage: python -m netval_lab.netns flap HOST IFNAME EVENTS PCI NETDEV DOWN_S PERIOD_S\n')
+    if argv and argv[0] == 'down-midrun' and len(argv) == 4:
+        down_midrun_loop(argv[1], float(argv[2]), argv[3])
+        return 0
+    sys.stderr.write('usage: python -m netval_lab.netns flap HOST IFNAME EVENTS PCI NETDEV DOWN_S PERIOD_S\n'
+                     '       python -m netval_lab.netns down-midrun PEER SINCE PIDFILE\n')
     return 2
 
 

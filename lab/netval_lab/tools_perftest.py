@@ -343,7 +343,9 @@ def _perftest_client(state, nic, params, host, port):
                 time.sleep(min(params['duration'], 2))
             ours = _close_session(mine)
             _send_line(sock, {'done': True, 'shares': ours})
-            remote = _recv_line(sock, 30) or {}
+            remote = _recv_line(sock, 30)
+            if not remote:  # the server went away before the final exchange, as a real one that dies mid-test
+                raise ValueError('no final exchange')
         except (OSError, ValueError):
             return _perftest_error([' Failed to exchange data between server and clients'])
         finally:

@@ -77,7 +77,6 @@ EXAMPLES = r'''
 #   path = timelines/validate.json
 '''
 
-import functools
 import os
 import platform
 import resource
@@ -90,23 +89,10 @@ from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.task_timeline import FORMAT, write_document
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
 
-
-def _soft(method):
-    """Run a callback hook so that an error of ours is a warning (once per hook), never a broken playbook."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except Exception as exc:  # pylint: disable=broad-except
-            if method.__name__ not in self._warned:
-                self._warned.add(method.__name__)
-                self._display.warning('gpufleet.netval.task_timeline: %s failed (%s: %s); the timeline may be incomplete'
-                                      % (method.__name__, type(exc).__name__, exc))
-            return None
-
-    return wrapper
+# A failing hook is a warning, never a broken playbook.
+_soft = soft('gpufleet.netval.task_timeline', 'the timeline may be incomplete')
 
 
 def _name_as_written(task):

@@ -29,6 +29,26 @@ class LeaseError(Exception):
     """The lease folder or a lease file cannot be used; the message says which and why."""
 
 
+def _create_once(path, record, what, make_folder=False):
+    """Write ``record`` as JSON to ``path`` only if no file is there (O_EXCL, so one of two writers wins), synced to disk.
+
+    Returns True when this call wrote it, False when the file existed; ``what`` names it in the LeaseError of any other failure.
+    """
+    try:
+        if make_folder:
+            os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            return False
+        raise LeaseError('cannot %s: %s' % (what, exc))
+    with os.fdopen(fd, 'w') as handle:
+        json.dump(record, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return True
+
+
 def process_start_time(pid, proc='/proc'):
     """Field 22 of /proc/PID/stat (clock ticks since boot), or None when the process does not exist."""
     try:
@@ -122,17 +142,7 @@ def try_acquire(folder, peer, holder, ttl, now=None, proc='/proc'):
         os.unlink(aside)
     pid, started = controller_process(proc)
     lease = dict(holder, peer=peer, acquired=now, expires=now + float(ttl), controller_pid=pid, controller_start=started)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.EEXIST:
-            return None
-        raise LeaseError('cannot create the lease %s: %s' % (path, exc))
-    with os.fdopen(fd, 'w') as handle:
-        json.dump(lease, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return lease
+    return lease if _create_once(path, lease, 'create the lease %s' % path) else None
 
 
 def _suspect_dir(folder, peer, run):
@@ -147,17 +157,8 @@ def suspect(folder, peer, run, node, figures):
     target = _suspect_dir(folder, peer, run)
     if not isinstance(node, str) or not _SAFE.fullmatch(node):
         raise LeaseError('node %r cannot name a file' % (node,))
-    try:
-        os.makedirs(target, 0o755, exist_ok=True)
-        fd = os.open(os.path.join(target, '%s.json' % node), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.EEXIST:
-            return suspicions(folder, peer, run)
-        raise LeaseError('cannot record the suspicion of %s: %s' % (peer, exc))
-    with os.fdopen(fd, 'w') as handle:
-        json.dump({'node': node, 'peer': peer, 'run': run, 'figures': figures}, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
+    _create_once(os.path.join(target, '%s.json' % node), {'node': node, 'peer': peer, 'run': run, 'figures': figures},
+                 'record the suspicion of %s' % peer, make_folder=True)
     return suspicions(folder, peer, run)
 
 
@@ -178,11 +179,46 @@ def excluded(folder, peers, run, limit):
     return dict((peer, nodes) for peer, nodes in found.items() if len(nodes) >= limit)
 
 
+def _lost_path(folder, peer, run):
+    _path(folder, peer)
+    if not isinstance(run, str) or not _SAFE.fullmatch(run):
+        raise LeaseError('run %r cannot name a folder (letters, digits, ".", "_" and "-" only)' % (run,))
+    return os.path.join(folder, 'lost', run, '%s.json' % peer)
+
+
+def mark_lost(folder, peer, run, node, step, detail):
+    """Record that ``peer`` went away while ``node`` was tested on it in ``run``: it leaves the pool for the rest of the run.
+
+    The first record stands (atomic, O_EXCL); returns the record that stands.
+    """
+    path = _lost_path(folder, peer, run)
+    record = {'peer': peer, 'run': run, 'node': node, 'step': step, 'detail': detail, 'at': time.time()}
+    if _create_once(path, record, 'record that %s went away' % peer, make_folder=True):
+        return record
+    return lost(folder, [peer], run).get(peer, record)
+
+
+def lost(folder, peers, run):
+    """{peer: record} for the ``peers`` that went away mid-run in ``run`` (see mark_lost)."""
+    if not run:
+        return {}
+    found = {}
+    for peer in peers:
+        path = _lost_path(folder, peer, run)
+        try:
+            with open(path, 'r') as handle:
+                found[peer] = json.load(handle)
+        except (IOError, OSError, ValueError):
+            continue
+    return found
+
+
 def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time.time, sleep=time.sleep, suspect_limit=0):
     """The first of ``peers`` (in preference order) whose lease ``holder`` gets, waiting up to ``wait`` seconds.
 
-    A peer that ``suspect_limit`` or more nodes of the holder's run suspect has left the pool and is never taken.
-    Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait, or all left the pool.
+    A peer that ``suspect_limit`` or more nodes of the holder's run suspect, or that went away mid-run (mark_lost), has left
+    the pool and is never taken.  Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole
+    wait, or all left the pool.
     """
     if not os.path.isdir(folder):
         try:
@@ -192,7 +228,7 @@ def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time
                 raise LeaseError('cannot create the lease folder %s: %s' % (folder, exc))
     started = clock()
     while True:
-        out = excluded(folder, peers, holder.get('run'), suspect_limit)
+        out = set(excluded(folder, peers, holder.get('run'), suspect_limit)) | set(lost(folder, peers, holder.get('run')))
         if len(out) == len(set(peers)):
             return None, clock() - started
         for peer in peers:

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which known-good peer measures a node, whether a second peer re-tests it, and how the two peers' figures merge.
 
-Pure functions behind the filters peer_order, healthy_peers, retest_peer and
-merge_retest; playbooks/validate.yml and the verdict role only call them.
+Pure functions behind the filters peer_order, healthy_peers, lost_peer, retest_peer,
+and merge_retest; playbooks/validate.yml and the verdict role only call them.
 No Ansible import.
 """
 
@@ -74,6 +74,30 @@ def gives_up_peer(local_measurements):
         return ''
     return ('dcgmi diag failed while the node waited for a peer (%s): the node goes back to the provider whatever its '
             'network measures, so it gave up its place in the queue' % '; '.join(m.get('as_printed') or str(m.get('subject')) for m in failed))
+
+
+def lost_peer(peer, steps):
+    """Whether the known-good peer went away during a step of a node's tests, judged from the step's registered results.
+
+    ``steps`` is a list of [result, on_peer, step]: the result a task registered (a loop's too), whether that task ran on the
+    peer, and what it did.  Returns {peer, step, detail} for the first result that could not reach the peer, else {}.  A
+    task on the node that could not reach the node is not the peer's doing and is left to the run's own failure handling.
+    """
+    if not peer:
+        raise PeerPolicyError('lost_peer needs the peer the node was tested on')
+    for entry in steps or []:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise PeerPolicyError('lost_peer steps are [result, on_peer, step], got %r' % (entry,))
+        result, on_peer, step = entry
+        if not on_peer or not isinstance(result, dict):
+            continue
+        items = [result] + [r for r in result.get('results') or [] if isinstance(r, dict)]
+        unreachable = [r for r in items if r.get('unreachable')]
+        if unreachable:
+            # One line: the lease records it and modules refuse control characters.
+            detail = ' '.join(str(unreachable[-1].get('msg') or 'unreachable').split())
+            return {'peer': peer, 'step': str(step), 'detail': 'known-good peer %s went away during %s: %s' % (peer, step, detail)}
+    return {}
 
 
 def retest_peer(node_result, healthy, tried, enabled=True):

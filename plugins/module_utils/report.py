@@ -252,6 +252,8 @@ def node_markdown(node):
     check_node(node)
     lines = ['# %s: bucket %s' % (node['node'], BUCKET_WORDS.get(node.get('bucket'), node.get('bucket'))), '',
              '- tier: %s' % node.get('tier'), '- peer: %s' % node.get('peer'), '- validated: %s' % node.get('timestamp'), '']
+    for index, lost in enumerate(node.get('lost_peers') or []):
+        lines.insert(4 + index, '- peer gone: %s (it left the pool; the node was rescheduled)' % lost.get('detail'))
     causes = node.get('causes') or []
     if causes:
         lines.append('## Likely causes')
@@ -288,12 +290,30 @@ def summary_table(nodes):
            '  '.join('-' * w for w in widths)]
     for row in rows:
         out.append('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    for peer, entry in sorted(lost_peers(nodes).items()):
+        out.append('peer %s went away mid-run and left the pool: %s' % (peer, '; '.join(
+            '%s was on it (%s), then %s' % (e['node'], e['detail'], 'measured on %s' % e['then'] if e.get('then') else 'not measured')
+            for e in entry)))
     for peer, entry in sorted(suspect_peers(nodes).items()):
         out.append('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
             '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], f['first_value'], f.get('unit') or '',
                                               f['first_peer'], f['second_value'], f['second_peer'])
             for f in entry['figures'])))
     return '\n'.join(out) + '\n'
+
+
+def lost_peers(nodes):
+    """{peer: [{node, step, detail, then}]} from the nodes' ``lost_peers``: peers that went away while a node was tested on
+    them; ``then`` is the peer that measured the node afterwards (its report's peer), or None."""
+    found = {}
+    for name in sorted(nodes):
+        node = nodes[name] or {}
+        for entry in node.get('lost_peers') or []:
+            if not isinstance(entry, dict) or not entry.get('peer'):
+                continue
+            then = node.get('peer') if node.get('peer') and node.get('peer') != entry['peer'] and node.get('tests') else None
+            found.setdefault(entry['peer'], []).append({'node': name, 'step': entry.get('step'), 'detail': entry.get('detail'), 'then': then})
+    return found
 
 
 def suspect_peers(nodes):

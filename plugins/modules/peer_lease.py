@@ -19,6 +19,9 @@ description:
   - With O(state=suspected) it records that this node failed against the peer and passed against another (the figures in
     O(figures)); a peer that O(suspect_limit) nodes of one run suspect leaves the pool for the rest of that run (O(state=acquired)
     never takes it again, and returns it in RV(excluded)).
+  - With O(state=lost) it records that the peer went away (unreachable) while this node was tested on it, with O(step) and
+    O(detail); the peer leaves the pool for the rest of the run at once (O(state=acquired) never takes it again and returns
+    it in RV(lost)), and the node is rescheduled on another peer by the playbook.
   - A lease is a file in O(lease_dir) created atomically (C(O_EXCL)), naming the node, the run and the controller process
     that holds it (pid and start time). A lease past O(ttl) seconds, or whose controller process is gone, is stale and is
     taken over, so a crashed run never blocks a peer.
@@ -27,9 +30,9 @@ author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   state:
-    description: Take (V(acquired)) or give back (V(released)) the lease.
+    description: Take (V(acquired)) or give back (V(released)) the lease; record a suspect (V(suspected)) or a peer gone (V(lost)).
     type: str
-    choices: [acquired, released, suspected]
+    choices: [acquired, released, suspected, lost]
     default: acquired
   peers:
     description: With O(state=acquired), the peers to try in preference order; with O(state=released), the peer to release (one).
@@ -68,6 +71,14 @@ options:
     type: list
     elements: dict
     default: []
+  step:
+    description: With O(state=lost), the step of the node's tests at which the peer stopped answering.
+    type: str
+    default: ''
+  detail:
+    description: With O(state=lost), what the controller saw (the connection error), kept with the record for the report.
+    type: str
+    default: ''
 attributes:
   check_mode:
     description: In check mode no lease is taken or given back; the module reports which peer is free now.
@@ -121,6 +132,14 @@ excluded:
   type: list
   elements: dict
   sample: [{peer: peer01, suspected_by: [node05, node07]}]
+lost:
+  description:
+    - With O(state=acquired), the peers of O(peers) that went away mid-run this run; with O(state=lost), the record that stands
+      (the first node to see a peer go names it).
+  returned: when state is acquired or lost
+  type: list
+  elements: dict
+  sample: [{peer: peer01, node: node03, step: start the servers of ib_send_bw, detail: "Failed to connect to the host via ssh"}]
 suspected_by:
   description: With O(state=suspected), every node of this run that suspects the peer, this one included.
   returned: when state is suspected
@@ -156,7 +175,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.runner import host
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type='str', default='acquired', choices=['acquired', 'released', 'suspected']),
+            state=dict(type='str', default='acquired', choices=['acquired', 'released', 'suspected', 'lost']),
             peers=dict(type='list', elements='str', required=True),
             node=dict(type='str', required=True),
             run=dict(type='str', required=True),
@@ -165,6 +184,8 @@ def main():
             wait=dict(type='int', default=86400),
             suspect_limit=dict(type='int', default=2),
             figures=dict(type='list', elements='dict', default=[]),
+            step=dict(type='str', default=''),
+            detail=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
@@ -189,6 +210,11 @@ def main():
             nodes = lease.suspect(params['lease_dir'], peers[0], params['run'], params['node'], params['figures'])
             module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False, suspected_by=nodes,
                              left_pool=bool(params['suspect_limit']) and len(nodes) >= params['suspect_limit'], **SUCCESS)
+        if params['state'] == 'lost':
+            if module.check_mode:
+                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, lost=[], **SUCCESS)
+            record = lease.mark_lost(params['lease_dir'], peers[0], params['run'], params['node'], params['step'], params['detail'])
+            module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False, lost=[record], **SUCCESS)
         if params['state'] == 'released':
             if module.check_mode:
                 module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, **SUCCESS)
@@ -200,20 +226,23 @@ def main():
         taken, waited = lease.acquire(params['lease_dir'], peers, holder, params['ttl'], params['wait'],
                                       suspect_limit=params['suspect_limit'])
         out = lease.excluded(params['lease_dir'], peers, params['run'], params['suspect_limit'])
+        gone = lease.lost(params['lease_dir'], peers, params['run'])
     except lease.LeaseError as exc:
         module.fail_json(msg='%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), peer=None, waited_s=0.0,
                          released=False, **failure('lease_error'))
     left = [{'peer': peer, 'suspected_by': nodes} for peer, nodes in sorted(out.items())]
-    if taken is None and len(out) == len(set(peers)):
-        module.fail_json(msg='%s: every known-good peer of node %s left the pool, suspected by two nodes or more: %s'
-                         % (hostname(), params['node'], '; '.join('%s (%s)' % (e['peer'], ', '.join(e['suspected_by'])) for e in left)),
-                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, **failure('peer_busy'))
+    gone_list = [gone[peer] for peer in sorted(gone)]
+    if taken is None and len(set(out) | set(gone)) == len(set(peers)):
+        reasons = ['%s (suspected by %s)' % (e['peer'], ', '.join(e['suspected_by'])) for e in left]
+        reasons += ['%s (went away while %s was tested on it)' % (e['peer'], e.get('node')) for e in gone_list if e['peer'] not in out]
+        module.fail_json(msg='%s: every known-good peer of node %s left the pool this run: %s' % (hostname(), params['node'], '; '.join(reasons)),
+                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, lost=gone_list, **failure('peer_busy'))
     if taken is None:
         module.fail_json(msg='%s: no known-good peer of %s became free for node %s within %d s'
                          % (hostname(), ', '.join(peers), params['node'], params['wait']),
-                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, **failure('peer_busy'))
+                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, lost=gone_list, **failure('peer_busy'))
     module.exit_json(changed=True, peer=taken['peer'], waited_s=round(waited, 3), acquired_at=taken['acquired'], released=False,
-                     excluded=left, **SUCCESS)
+                     excluded=left, lost=gone_list, **SUCCESS)
 
 
 if __name__ == '__main__':

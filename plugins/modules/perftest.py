@@ -136,6 +136,7 @@ options:
     description:
       - With O(state=stopped), seconds to let a server that is finishing its one test write its report before it is
         stopped (0 to 600; an invalid value is warned about and 0 is used).
+      - With O(sessions), one wait shared by all the servers (they run side by side), not one each.
     type: float
     default: 10
   pid:
@@ -466,6 +467,7 @@ clients:
 import concurrent.futures
 import os
 import re
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import background
@@ -709,15 +711,18 @@ def start_server(module, binary, params):
                 log_path=info['log_path'], deadline_at=info['deadline_at'], **SUCCESS)
 
 
-def stop_server(module, params, label='perftest stop'):
+def stop_server(module, params, label='perftest stop', deadline=None):
     """Stop one server: returns what it found and never fails (a cleanup step must not lose a node).
 
-    Warnings go to module.warn, prefixed with the host and ``label``.
+    Warnings go to module.warn, prefixed with the host and ``label``.  ``deadline`` (a time.time()) ends the wait for a
+    finishing server instead of wait_exit from now: the servers of one batch share one wait.
     """
     pid = params['pid']
     common = dict(pid=pid, log_path=params['log_path'], port=params['port'], start_time=params['start_time'], exe=params['exe'])
     problems = [p for p in (checks.check_timeout('wait_exit', params['wait_exit'], maximum=600, allow_zero=True),) if p]
     wait_exit = params['wait_exit'] if not problems else 0.0
+    if deadline is not None:
+        wait_exit = max(0.0, min(wait_exit, deadline - time.time()))
     if pid is None or pid < 2:
         module.warn('%s: no server pid given (%r); nothing to stop' % (label, pid))
         return dict(common, changed=False, stopped=True, was_running=False, leftover=False, server_state='unverified',
@@ -748,8 +753,12 @@ def run_sessions(module, batch):
     params = module.params
     form = form_of(params)
     if form == 'stopped':
+        # The servers ran side by side: one wait for all of them, not one each (a batch whose clients never ran would
+        # otherwise wait wait_exit per server).
+        wait_exit = params['wait_exit'] if not checks.check_timeout('wait_exit', params['wait_exit'], maximum=600, allow_zero=True) else 0.0
+        deadline = time.time() + wait_exit
         return [stop_server(module, merged, label='perftest stop' if params['sessions'] is None else
-                            'perftest stop sessions[%d] (id %r)' % (index, merged['id']))
+                            'perftest stop sessions[%d] (id %r)' % (index, merged['id']), deadline=deadline)
                 for index, merged in enumerate(batch)]
     runner = ToolRunner(module)
     binary = runner.find(params['test'])

@@ -54,6 +54,13 @@ options:
     description: C(signature) for the vendor letters.
     type: dict
     default: {}
+  prediction:
+    description:
+      - The run's prediction made before its tests started (P(gpufleet.netval.run_prediction#filter)); the summary then gives
+        predicted against actual (seconds since O(timestamp)) in C(summary.json)'s C(prediction) and the summary table, with
+        the nodes re-tested on a second peer (time the prediction, which plans no re-test, could not know of).
+    type: dict
+    default: {}
 attributes:
   check_mode:
     description: Writes nothing in check mode.
@@ -97,11 +104,13 @@ markdown:
   type: str
 '''
 
+import calendar
 import json
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, html_report, report
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, html_report, prediction, report
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 
 
@@ -134,6 +143,7 @@ def main():
             timestamp=dict(type='str', required=True),
             nodes=dict(type='dict', required=True),
             sender=dict(type='dict', default={}),
+            prediction=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )
@@ -147,6 +157,19 @@ def main():
         node.setdefault('node', name)
     run_dir = os.path.join(root, stamp)
     table = report.summary_table(nodes)
+    timing = None
+    try:
+        started = calendar.timegm(time.strptime(stamp, '%Y%m%dT%H%M%SZ'))
+    except ValueError:
+        started = None
+    if started is not None:
+        timing = prediction.compare(module.params['prediction'], time.time() - started)
+    if timing:
+        # The prediction plans no re-test: a reject re-tested on a second peer adds peer time it could not know of.
+        timing['retested_nodes'] = sorted(name for name in nodes if nodes[name].get('retested_against'))
+        table += 'run: predicted %.0f s (without re-tests), took %.0f s%s%s\n' % (
+            timing['predicted_s'], timing['actual_s'], ' (%+.0f %%)' % timing['error_pct'] if timing['error_pct'] is not None else '',
+            '; %d node(s) re-tested on a second peer' % len(timing['retested_nodes']) if timing['retested_nodes'] else '')
     letters = ['letters/%s.txt' % name for name in sorted(nodes) if nodes[name]['bucket'] == 'C']
     written = dict(run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters],
                    page=os.path.join(run_dir, 'index.html'), markdown=os.path.join(run_dir, 'summary.md'))
@@ -164,6 +187,8 @@ def main():
         if node['bucket'] == 'C':
             files['letters/%s.txt' % name] = report.vendor_letter(node, module.params['sender'])
     summary['suspect_peers'] = report.suspect_peers(nodes)
+    summary['prediction'] = timing
+    summary['lost_peers'] = report.lost_peers(nodes)
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
     # Links to the evidence bundles are relative to where the page lands.
     files['index.html'] = html_report.render_page(nodes, stamp, os.path.abspath(run_dir))

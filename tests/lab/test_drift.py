@@ -5,6 +5,7 @@ its severity and exit code."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 import time
 
@@ -56,6 +57,10 @@ def test_make_demo_measures_its_two_nodes_one_at_a_time_on_the_peer_and_prints_t
     rows = [line.split() for line in DEMO['output'].splitlines() if line.startswith('node0')]
     summary = [row for row in rows if len(row) > 3 and row[2] == '400G']  # summary.txt's table, not the play recap
     assert [(row[0], row[1], row[3]) for row in summary] == [('node01', 'peer01', 'A'), ('node02', 'peer01', 'C')], DEMO['output'][-3000:]
+    # No re-test with one peer: the run took what was predicted before its tests started, within a quarter.
+    predicted = [line for line in DEMO['output'].splitlines() if '"prediction: 2 node(s) on 1 peer(s)' in line]
+    timing = re.search(r'run: predicted (\d+) s \(without re-tests\), took (\d+) s \(([+-]\d+) %\)', DEMO['output'])
+    assert predicted and timing and abs(int(timing.group(3))) <= 25, DEMO['output'][-3000:]
 
 
 def test_acceptance_keeps_a_baseline_of_parsed_facts_beside_the_raw_outputs(accepted):

@@ -178,6 +178,33 @@ def test_fault_peer_down_stops_sshd(lab):
     assert ssh(peer_ip, 'hostname').stdout.strip() == 'peer01'
 
 
+def test_fault_peer_down_midrun_stops_the_peer_at_the_first_rdma_session(lab):
+    """Armed, the peer still answers; the first RDMA session a node opens on it takes down its sshd and servers."""
+    entry = link(lab)
+    peer_ip = lab['hosts']['peer01']['mgmt_ip']
+    node_ip = lab['hosts']['node01']['mgmt_ip']
+    cli('fault', 'peer-down-midrun', check=True)
+    try:
+        assert ssh(peer_ip, 'hostname').stdout.strip() == 'peer01'  # armed, not fired
+        server = subprocess.Popen(['ssh', '-i', KEY, '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
+                                   '-o', 'LogLevel=ERROR', 'root@' + peer_ip, 'ib_send_bw -d mlx5_0 -p 18700 -D 1'],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.0)
+        client = ssh(node_ip, 'ib_send_bw -d mlx5_0 -p 18700 -D 1 %s' % entry['peer_ip'])
+        server.communicate(timeout=30)
+        assert client.returncode != 0, client.stdout  # the server went away under it
+        deadline = time.time() + 10
+        while time.time() < deadline and ssh(peer_ip, 'true').returncode == 0:
+            time.sleep(0.2)
+        assert ssh(peer_ip, 'true').returncode != 0
+        assert not any(line.strip() for line in nsrun('peer01', ['ss', '-Htlnp']).stdout.splitlines() if 'python' in line or 'sshd' in line)
+        with open(os.path.join(LAB_ROOT, 'nodes', 'peer01', 'log', 'down-midrun.log'), encoding='utf-8') as handle:
+            assert 'peer01 goes down during: ib_send_bw server port 18700' in handle.read()
+    finally:
+        cli('fault', 'clear', check=True)
+    assert ssh(peer_ip, 'hostname').stdout.strip() == 'peer01'
+
+
 def test_fault_port_busy(lab):
     entry = link(lab)
     cli('fault', 'port-busy', check=True)

@@ -114,7 +114,7 @@ def mixed_run(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
     window = (started, time.time())
     MIXED_SCHEDULE.update(sessions=[s for s in poller.store.values() if s['start'] >= started],
                           peer_sessions=bench.session_intervals(poller.store, PATTERNS, ['peer01', 'peer02'], window=window),
-                          diagnostics=dict((node, diagnostic_runs(node, started)) for node in PATTERNS))
+                          diagnostics=dict((node, diagnostic_runs(node, started)) for node in PATTERNS), output=out)
     return summary, reports, evidence
 
 
@@ -160,6 +160,27 @@ def test_a_node_whose_diagnostic_failed_while_it_waited_gives_up_its_place_else_
     else:
         # It took a peer at once: its network was measured and the diagnostic ran after it gave the peer back.
         assert network and all(t['status'] == 'healthy' for t in network if t['metric'].startswith('ib_'))
+
+
+def test_the_run_is_predicted_before_its_tests_each_node_shows_its_stages_and_the_report_compares(mixed_run):
+    summary, _reports, _evidence = mixed_run
+    out = MIXED_SCHEDULE['output']
+    assert 'prediction: %d node(s) on 2 peer(s)' % len(PATTERNS) in out
+    assert out.index('prediction: ') < out.index('netval progress ')  # printed before the tests start
+    progress = [line[line.index('netval progress '):] for line in out.splitlines() if 'netval progress ' in line]
+    peers_of = {}
+    for peer, _hca, node, _start, _end in MIXED_SCHEDULE['peer_sessions'][0]:
+        peers_of.setdefault(node, set()).add(peer)
+    for node, peers in sorted(peers_of.items()):
+        assert any(' %s: tests against %s |' % (node, peer) in text and 'left for it' in text for text in progress for peer in peers), (node, progress)
+    for node in BLOCKED_IN_PREFLIGHT:
+        assert not any(' %s: tests against' % node in text for text in progress)
+    assert any('waiting for a free known-good peer' in text for text in progress)
+    assert progress[-1].endswith('%d of %d nodes measured' % (len(PATTERNS), len(PATTERNS)))
+    timing = summary['prediction']
+    # The prediction plans no re-test, and its costs were measured on a 2-node run (lab/netval_lab/inventory.py): this run's
+    # re-tests and ten nodes sharing the machine's cores make it longer; it must still be the right order of magnitude.
+    assert timing['retested_nodes'] and 1.0 <= timing['actual_s'] / timing['predicted_s'] <= 2.5, timing
 
 
 def test_diagnostics_run_while_nodes_wait_for_a_peer_never_beside_their_own_rdma(mixed_run):

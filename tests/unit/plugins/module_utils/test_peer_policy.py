@@ -122,3 +122,30 @@ def test_near_miss_a_passing_diagnostic_or_one_that_could_not_run_keeps_the_plac
                'error': "node01: required tool 'dcgmi' was not found on PATH"}
     warned = {'id': 'dcgmi_diag:PCIe', 'metric': 'dcgmi_diag', 'subject': 'PCIe', 'preset_status': 'marginal'}
     assert peer_policy.gives_up_peer([missing, warned]) == '' and peer_policy.gives_up_peer([]) == ''
+
+
+UNREACHABLE = {'changed': False, 'unreachable': True,
+               'msg': 'Data could not be sent to remote host "10.251.0.12". Make sure this host can be reached over ssh: \nssh: connect refused'}
+
+
+def test_a_peer_that_stops_answering_is_lost_at_the_first_step_that_could_not_reach_it():
+    servers_ok = {'changed': True, 'servers': [{'id': 'a', 'pid': 10}]}
+    lost = peer_policy.lost_peer('peer01', [[servers_ok, True, 'the start of the servers of ib_send_bw:0'],
+                                            [UNREACHABLE, True, 'the clients of ib_send_bw:0'],
+                                            [UNREACHABLE, True, 'the stop of the servers of ib_send_bw:0']])
+    assert lost['peer'] == 'peer01' and lost['step'] == 'the clients of ib_send_bw:0'
+    assert lost['detail'].startswith('known-good peer peer01 went away during the clients of ib_send_bw:0: Data could not be sent')
+    assert '\n' not in lost['detail']
+    # A loop (iperf3's clients) whose second item could not reach the peer.
+    loop = {'changed': False, 'unreachable': True, 'results': [{'rc': 0}, dict(UNREACHABLE, item='r')]}
+    assert peer_policy.lost_peer('peer01', [[loop, True, 'the iperf3 clients']])['step'] == 'the iperf3 clients'
+
+
+def test_a_task_on_the_node_or_a_failed_one_is_not_the_peer_going_away():
+    failed = {'failed': True, 'msg': 'ib_send_bw: Couldn\'t connect to 10.252.0.2:18515'}
+    assert peer_policy.lost_peer('peer01', [[UNREACHABLE, False, 'the servers on the node'], [failed, True, 'the clients'],
+                                            [{'skipped': True}, True, 'the stop'], [{}, True, 'nothing']]) == {}
+    with pytest.raises(peer_policy.PeerPolicyError):
+        peer_policy.lost_peer('', [])
+    with pytest.raises(peer_policy.PeerPolicyError, match=r'\[result, on_peer, step\]'):
+        peer_policy.lost_peer('peer01', [[UNREACHABLE, True]])

@@ -144,3 +144,20 @@ def test_summary_table_counts_what_could_not_be_measured():
     header, _rule, row = report.summary_table(nodes).splitlines()
     assert header.split()[4:8] == ['healthy', 'marginal', 'reject', 'unknown']
     assert row.split()[4:9] == ['70', '0', '0', '3', 'measurement_incomplete']
+
+
+def test_a_peer_that_went_away_is_named_with_the_node_on_it_and_the_peer_that_measured_it_then():
+    detail = 'known-good peer peer01 went away during the clients of ib_send_bw:0: Connection refused'
+    rescheduled = {'node': 'gpu-02', 'peer': 'peer02', 'tier': '400G', 'bucket': 'A', 'findings': [], 'causes': [], 'counts': {'healthy': 1},
+                   'tests': [{'id': 'ib_send_bw_gbs:mlx5_0', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'status': 'healthy', 'peer': 'peer02'}],
+                   'lost_peers': [{'peer': 'peer01', 'node': 'gpu-02', 'step': 'the clients of ib_send_bw:0', 'detail': detail}]}
+    stranded = {'node': 'gpu-03', 'peer': 'peer01', 'tier': '400G', 'bucket': 'B', 'tests': [], 'findings': [], 'causes': [], 'counts': {},
+                'lost_peers': [{'peer': 'peer01', 'node': 'gpu-03', 'step': 'the read of its RDMA ports', 'detail': 'gone'}]}
+    nodes = {'gpu-02': rescheduled, 'gpu-03': stranded, 'gpu-04': dict(rescheduled, node='gpu-04', lost_peers=[])}
+    lost = report.lost_peers(nodes)
+    assert list(lost) == ['peer01']
+    assert [(e['node'], e['then']) for e in lost['peer01']] == [('gpu-02', 'peer02'), ('gpu-03', None)]
+    table = report.summary_table(nodes)
+    assert ('peer peer01 went away mid-run and left the pool: gpu-02 was on it (%s), then measured on peer02; '
+            'gpu-03 was on it (gone), then not measured' % detail) in table
+    assert '- peer gone: %s (it left the pool; the node was rescheduled)' % detail in report.node_markdown(rescheduled)

@@ -54,3 +54,26 @@ def test_wait_zero_takes_a_free_peer_or_says_busy_at_once(tmp_path):
     assert failed and busy['error_class'] == 'peer_busy' and busy['peer'] is None and busy['waited_s'] < 0.5
     negative, failed = run_module(peer_lease.main, args(tmp_path, 'node02', wait=-1, peers=['peer01']))
     assert failed and 'wait must be a finite number of seconds, from 0 to' in negative['msg']
+
+
+def test_a_peer_that_went_away_leaves_the_pool_at_once_and_the_first_record_stands(tmp_path):
+    lost, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='lost', peers=['peer01'], step='the clients of ib_send_bw:0',
+                                                    detail='known-good peer peer01 went away during the clients of ib_send_bw:0: refused'))
+    assert not failed and lost['changed'] and lost['lost'][0]['node'] == 'node01' and lost['lost'][0]['step'] == 'the clients of ib_send_bw:0'
+    again, failed = run_module(peer_lease.main, args(tmp_path, 'node02', state='lost', peers=['peer01'], detail='later'))
+    assert not failed and again['lost'][0]['node'] == 'node01'  # the first node to see it go names it
+    taken, failed = run_module(peer_lease.main, args(tmp_path, 'node03'))
+    assert not failed and taken['peer'] == 'peer02' and [e['peer'] for e in taken['lost']] == ['peer01']
+    run_module(peer_lease.main, args(tmp_path, 'node03', state='released', peers=['peer02']))
+    run_module(peer_lease.main, args(tmp_path, 'node01', state='lost', peers=['peer02'], detail='gone too'))
+    none, failed = run_module(peer_lease.main, args(tmp_path, 'node04', wait=5))
+    assert failed and none['error_class'] == 'peer_busy' and none['error_side'] == 'ours' and none['waited_s'] < 1
+    assert 'left the pool' in none['msg'] and 'peer01 (went away while node01 was tested on it)' in none['msg']
+    other_run, failed = run_module(peer_lease.main, args(tmp_path, 'node04', run='20261202T000000Z'))
+    assert not failed and other_run['peer'] == 'peer01'  # a peer lost in one run is back in the next
+
+
+def test_a_lost_record_refuses_a_detail_with_newlines(tmp_path):
+    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='lost', peers=['peer01'], detail='a\nb'))
+    assert failed and result['error_class'] == 'invalid_options' and 'detail' in result['msg']
+    assert not os.path.exists(str(tmp_path / 'leases' / 'lost'))

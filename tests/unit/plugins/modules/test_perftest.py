@@ -544,3 +544,21 @@ def test_batch_stop_never_fails_even_on_malformed_sessions(tmp_path):
     assert [entry['server_state'] for entry in result['stops']] == ['exited', 'unverified', 'pid_reused']
     assert all(entry['stopped'] is True for entry in result['stops']) and result['changed'] is False
     assert background.pid_alive(os.getpid())
+
+
+def test_a_batch_stop_waits_once_for_all_its_servers_not_once_each(monkeypatch):
+    """Servers whose clients never ran (a peer that went away) must not cost wait_exit each: the batch shares one wait."""
+    waits = []
+
+    def fake_stop(pid, start_time=None, exe=None, log_path=None, wait_exit=0.0):
+        waits.append(wait_exit)
+        time.sleep(min(wait_exit, 0.3))  # the server that never finishes uses the whole wait it is given
+        return {'state': 'stopped', 'stopped': True, 'was_running': True, 'signalled': True, 'output': '', 'log_read': False, 'log_problem': None}
+    monkeypatch.setattr(background, 'stop_server', fake_stop)
+    sessions = [{'id': 's%d' % i, 'pid': 5000 + i, 'start_time': 7} for i in range(4)]
+    started = time.time()
+    result, failed = run_module(perftest.main, {'test': 'ib_send_bw', 'role': 'server', 'state': 'stopped', 'wait_exit': 0.3,
+                                                'sessions': sessions})
+    assert not failed, result
+    assert len(waits) == 4 and abs(waits[0] - 0.3) < 0.05 and all(w < 0.05 for w in waits[1:]), waits
+    assert time.time() - started < 1.0

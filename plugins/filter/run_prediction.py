@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+name: run_prediction
+short_description: The predicted wall time of a validation run, before its tests start
+version_added: 0.1.0
+description:
+  - Plays the run's work queue forward from every node's plan seconds (P(gpufleet.netval.plan_seconds#filter)) - each node
+    takes, of the healthy peers it may use, the one that frees first; its peer-independent tests fill the wait or follow -
+    and adds the fixed costs per node and per run.
+  - A node that will take no peer (C(netval_tests_skipped), blocked in preflight) costs only its fixed time.
+  - Never fails the run - costs it cannot use give C(error) instead of a prediction.
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  _input:
+    description: The play's hosts as hostvars (C(netval_plan_seconds), C(netval_healthy_peers), C(netval_peer), C(netval_tests_skipped)).
+    type: list
+    elements: dict
+    required: true
+  costs:
+    description: The costs, as for P(gpufleet.netval.plan_seconds#filter).
+    type: dict
+    required: true
+  local_while_waiting:
+    description: Whether the peer-independent tests fill the wait (validate.yml's C(netval_local_tests_while_waiting)).
+    type: bool
+    default: true
+'''
+
+EXAMPLES = r'''
+- name: Predict the run
+  ansible.builtin.set_fact:
+    netval_run_prediction: "{{ ansible_play_hosts | map('extract', hostvars) | list | gpufleet.netval.run_prediction(validate_prediction_costs) }}"
+  run_once: true
+'''
+
+RETURN = r'''
+_value:
+  description:
+    - C(predicted_s) (the whole run), C(tests_s) (from the first peer test to the last test), C(peers), C(rounds),
+      C(waiting_nodes), and C(nodes) - per node C(peer) (the one it is predicted to take), C(peer_s), C(local_s),
+      C(start_s) and C(end_s) (seconds from the start of the tests); C(error) alone when there is no prediction.
+  type: dict
+'''
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.prediction import run_prediction
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'run_prediction': run_prediction}

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How long a validation run will take, predicted from its plan before the tests start.
+
+A node's peer time is what its tier plan runs against a peer: every session's
+duration plus the cost of the module calls that start, run and stop it; its
+local time is what runs without a peer (dcgmi diag).  The run is a work queue:
+each node takes the first peer that frees, in the order the nodes ask, and its
+local tests fill the wait (or follow the peer tests when it got one at once).
+The costs (seconds per module call, per session, typical seconds of a test the
+profile gives no duration) are data measured on the site: playbooks/vars/prediction.yml,
+overridden by the inventory's netval_prediction_costs.  No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import math
+from collections.abc import Mapping
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, peer_policy, plan
+
+COST_KEYS = ('call_s', 'session_s', 'node_fixed_s', 'run_fixed_s', 'untimed_s')
+
+
+class PredictionError(ValueError):
+    """Costs or plans the prediction cannot use; the message says which."""
+
+
+def _number(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value) or value < 0:
+        raise PredictionError('prediction cost %s must be a finite number of seconds >= 0, got %r' % (name, value))
+    return float(value)
+
+
+def check_costs(costs):
+    """The costs with every key present and every figure a finite number; raises PredictionError naming what is wrong."""
+    if not isinstance(costs, dict):
+        raise PredictionError('prediction costs must be a mapping, got %s' % type(costs).__name__)
+    missing = [key for key in COST_KEYS if key not in costs]
+    if missing:
+        raise PredictionError('prediction costs lack %s' % ', '.join(missing))
+    checked = dict((key, _number(costs[key], key)) for key in COST_KEYS if key != 'untimed_s')
+    untimed = costs['untimed_s']
+    if not isinstance(untimed, dict):
+        raise PredictionError('prediction cost untimed_s must map a module to seconds, got %r' % (untimed,))
+    checked['untimed_s'] = {}
+    for module, value in untimed.items():
+        if isinstance(value, dict):
+            checked['untimed_s'][module] = dict((int(level), _number(v, 'untimed_s.%s.%s' % (module, level))) for level, v in value.items())
+        else:
+            checked['untimed_s'][module] = _number(value, 'untimed_s.%s' % module)
+    return checked
+
+
+# The modules whose sessions last the planned duration; the others (ping by count, nccl-tests by iterations, dcgmi by level)
+# take their typical time from the costs.
+TIMED_MODULES = ('perftest', 'iperf3')
+
+
+def _session_s(run, module, costs):
+    """What one session takes: its duration, else the typical time of an untimed one (dcgmi by level)."""
+    if module in TIMED_MODULES and run.get('duration'):
+        return float(run['duration']) + costs['session_s']
+    typical = costs['untimed_s'].get(module, 0.0)
+    if isinstance(typical, dict):
+        level = int(run.get('level') or 1)
+        typical = typical.get(level, max(typical.values()) if typical else 0.0)
+    return typical + costs['session_s']
+
+
+def plan_seconds(plan, costs):
+    """{peer_s, local_s, calls, sessions} of one node's tier plan (plan.tier_test_plan's result)."""
+    costs = check_costs(costs)
+    if not isinstance(plan, dict) or not isinstance(plan.get('runs'), dict):
+        raise PredictionError('a test plan (test_plan filter) is needed, got %r' % (type(plan).__name__,))
+    out = {'peer_s': 0.0, 'local_s': 0.0, 'calls': 0, 'sessions': 0}
+    for name, runs in plan['runs'].items():
+        try:
+            entry = catalogue.test(name)
+        except catalogue.CatalogueError as exc:
+            raise PredictionError(str(exc))
+        module = entry['module']
+        key = 'peer_s' if entry['needs_peer'] else 'local_s'
+        if name in plan.get('batches', {}):
+            batches = plan['batches'][name]
+            calls = 3 * len(batches)  # start every server, run the clients in turn, stop the servers
+            sessions = [run for batch in batches for run in batch['runs']]
+            seconds = sum(_session_s(run, module, costs) for run in sessions)
+        elif runs and runs[0].get('clients'):
+            calls = 5  # servers, counters before, every client at once, counters after, stop
+            sessions = runs
+            seconds = max(_session_s(client, module, costs) for client in runs[0]['clients'])
+        else:
+            calls = len(runs) + (2 if module == 'iperf3' else 0)  # iperf3: the node's server started and stopped
+            sessions = runs
+            seconds = sum(_session_s(run, module, costs) for run in runs)
+        out[key] += seconds + calls * costs['call_s']
+        out['calls'] += calls
+        out['sessions'] += len(sessions)
+    return out
+
+
+def node_plan_seconds(profile, live_ports, gpu_pairs, options, costs):
+    """plan_seconds of the plan the node will run against a peer like itself (its own live ports at both ends).
+
+    Never raises: a plan or costs the prediction cannot use give {peer_s: 0, local_s: 0, error}, since a prediction must
+    never cost a node its run (the tier tests report a bad plan themselves).
+    """
+    try:
+        made = plan.tier_test_plan(profile, live_ports, live_ports, gpu_pairs, dict(options or {}, phase='all'))
+        return plan_seconds(made, costs)
+    except (PredictionError, plan.PlanError, catalogue.CatalogueError, TypeError, ValueError, KeyError) as exc:
+        return {'peer_s': 0.0, 'local_s': 0.0, 'calls': 0, 'sessions': 0, 'error': str(exc)}
+
+
+def predict_run(nodes, peers, costs, local_while_waiting=True):
+    """The run's predicted wall time from every node's plan seconds.
+
+    ``nodes``: [{node, peer_s, local_s, takes_peer, peers}] in the order they ask for a peer; ``peers`` (optional per node)
+    are the peers it may take, default all; a node that takes no peer (blocked in preflight) costs only its fixed time.
+    ``peers``: the healthy peers' names.  Each node takes, of its peers, the one that frees first.  Returns {predicted_s,
+    tests_s, peers, rounds, waiting_nodes, nodes: {name: {peer, peer_s, local_s, start_s, end_s}}}: start_s when its peer
+    tests start, end_s when its last test ends, both from the start of the tests; predicted_s adds the fixed costs.
+    """
+    costs = check_costs(costs)
+    if not isinstance(peers, (list, tuple)) or not all(isinstance(p, str) and p for p in peers):
+        raise PredictionError('peers must be a list of peer names, got %r' % (peers,))
+    free = dict((peer, 0.0) for peer in peers)
+    out = {}
+    waiting = 0
+    for entry in nodes or []:
+        if not isinstance(entry, dict) or not entry.get('node'):
+            raise PredictionError('each node of a prediction needs its name, got %r' % (entry,))
+        name = entry['node']
+        peer_s, local_s = _number(entry.get('peer_s', 0.0), '%s.peer_s' % name), _number(entry.get('local_s', 0.0), '%s.local_s' % name)
+        candidates = [p for p in (entry.get('peers') or peers) if p in free]
+        if not entry.get('takes_peer', True) or not candidates:
+            out[name] = {'peer': None, 'peers': [], 'peer_s': 0.0, 'local_s': 0.0, 'start_s': None, 'end_s': 0.0}
+            continue
+        peer = min(candidates, key=lambda p: (free[p], candidates.index(p)))
+        start = free[peer]
+        waits = start > 0
+        waiting += 1 if waits else 0
+        # Waiting, the local tests fill the wait and the peer tests start when both are done; a node that got its peer at
+        # once runs them after giving it back; without local_while_waiting they run under the lease, after the peer tests.
+        fill = local_while_waiting and waits
+        begin = max(start, local_s) if fill else start
+        free[peer] = begin + peer_s + (0.0 if local_while_waiting else local_s)
+        end = begin + peer_s + (0.0 if fill else local_s)
+        out[name] = {'peer': peer, 'peers': candidates, 'peer_s': round(peer_s, 1), 'local_s': round(local_s, 1), 'start_s': round(begin, 1),
+                     'end_s': round(end, 1)}
+    tests_end = max([entry['end_s'] for entry in out.values()] or [0.0])
+    takers = len([entry for entry in out.values() if entry['peer']])
+    return {'predicted_s': round(costs['run_fixed_s'] + costs['node_fixed_s'] + tests_end, 1), 'tests_s': round(tests_end, 1),
+            'peers': len(peers), 'rounds': -(-takers // len(peers)) if peers and takers else 0, 'waiting_nodes': waiting,
+            'local_while_waiting': bool(local_while_waiting), 'costs': costs, 'nodes': out}
+
+
+def run_prediction(hosts, costs, local_while_waiting=True):
+    """predict_run over the hosts of a play (their hostvars, in the order they ask for a peer: sorted names).
+
+    Each host's ``netval_plan_seconds`` (plan_seconds of its plan), ``netval_healthy_peers`` and ``netval_peer`` say what it
+    will run and where; one with ``netval_tests_skipped`` takes no peer.  Never raises: {error} says why there is no
+    prediction.
+    """
+    nodes, peers = [], []
+    # Ansible passes hostvars as mappings that are not dicts.
+    for host in sorted((h for h in hosts or [] if isinstance(h, Mapping)), key=lambda h: str(h.get('inventory_hostname'))):
+        seconds = host.get('netval_plan_seconds') or {}
+        healthy = [p for p in host.get('netval_healthy_peers') or [] if isinstance(p, str)]
+        peers.extend(p for p in healthy if p not in peers)
+        nodes.append({'node': host.get('inventory_hostname'), 'peer_s': seconds.get('peer_s', 0.0), 'local_s': seconds.get('local_s', 0.0),
+                      'takes_peer': 'netval_tests_skipped' not in host and bool(seconds),
+                      'peers': peer_policy.first_peers(healthy, host.get('netval_peer') or None)})
+    try:
+        return predict_run(nodes, sorted(peers), costs, local_while_waiting)
+    except PredictionError as exc:
+        return {'error': str(exc)}
+
+
+def compare(prediction, actual_s):
+    """{predicted_s, actual_s, error_pct} for the report: how far the run was from its prediction."""
+    if not isinstance(prediction, dict):
+        return None
+    try:
+        predicted = _number(prediction.get('predicted_s'), 'predicted_s')
+        actual = round(_number(actual_s, 'actual_s'), 1)
+    except PredictionError:
+        return None
+    error = round(100.0 * (actual - predicted) / predicted, 1) if predicted > 0 else None
+    return {'predicted_s': predicted, 'actual_s': actual, 'error_pct': error}

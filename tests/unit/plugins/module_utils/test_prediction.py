@@ -1,0 +1,81 @@
+"""The run's prediction: a node's plan in seconds, the work queue over the peers, and predicted against actual."""
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import plan, prediction
+from tests.unit import fixtures
+from tests.unit.plugins.module_utils.test_plan import TIERS, gpu_pairs_of, live_ports
+
+with open(os.path.join(fixtures.ROOT, 'playbooks', 'vars', 'prediction.yml'), encoding='utf-8') as handle:
+    COSTS = yaml.safe_load(handle)['validate_prediction_costs']
+
+
+def seconds_400g(**options):
+    node = live_ports(8)
+    return prediction.node_plan_seconds(TIERS['400G'], node, gpu_pairs_of([p['device'] for p in node]), options, COSTS)
+
+
+def test_a_400g_node_adds_up_its_sessions_and_calls_and_keeps_dcgmi_apart():
+    made = plan.tier_test_plan(TIERS['400G'], live_ports(8), live_ports(8), gpu_pairs_of(['mlx5_%d' % i for i in range(8)]), {})
+    counted = prediction.plan_seconds(made, COSTS)
+    # dcgmi level 3 needs no peer: 1800 s typical plus one session's set-up and one call.
+    assert counted['local_s'] == pytest.approx(1800 + COSTS['session_s'] + COSTS['call_s'])
+    # iperf3 and all_nics run 60 s each (the profile's durations); perftest sessions by iterations take their typical time.
+    perftest_sessions = sum(len(made['runs'][name]) for name in made['perftest_tests'])
+    assert perftest_sessions == 16  # ib_send_bw and gdr, one per HCA
+    assert counted['peer_s'] > 60 * len(made['runs']['iperf3']) + 60 + perftest_sessions * COSTS['untimed_s']['perftest']
+    assert counted['sessions'] >= perftest_sessions + 2 and counted['calls'] >= 3 * len(made['batches']['ib_send_bw'])
+    assert seconds_400g() == dict(counted)
+
+
+def test_a_shortened_run_is_predicted_shorter_and_bad_input_gives_an_error_not_an_exception():
+    lab = seconds_400g(duration_override=1)
+    assert lab['peer_s'] < seconds_400g()['peer_s']
+    assert 'error' in prediction.node_plan_seconds(TIERS['400G'], live_ports(8), [], {'slot': -1}, COSTS)
+    assert 'lack' in prediction.node_plan_seconds(TIERS['400G'], live_ports(8), [], {}, {'call_s': 1})['error']
+    with pytest.raises(prediction.PredictionError, match='finite'):
+        prediction.check_costs(dict(COSTS, call_s=float('nan')))
+
+
+def nodes(count, peer_s=50.0, local_s=20.0):
+    return [{'node': 'node%02d' % i, 'peer_s': peer_s, 'local_s': local_s} for i in range(1, count + 1)]
+
+
+def test_the_queue_fills_the_peers_in_rounds_and_the_wait_with_local_tests():
+    costs = dict(COSTS, node_fixed_s=30, run_fixed_s=10)
+    run = prediction.predict_run(nodes(4), ['peer01', 'peer02'], costs)
+    assert run['rounds'] == 2 and run['waiting_nodes'] == 2
+    first, third = run['nodes']['node01'], run['nodes']['node03']
+    assert (first['start_s'], first['end_s']) == (0.0, 70.0)      # peer tests, then its local tests
+    assert (third['start_s'], third['end_s']) == (50.0, 100.0)     # local tests ran in the wait
+    assert run['tests_s'] == 100.0 and run['predicted_s'] == 140.0
+    serial = prediction.predict_run(nodes(4), ['peer01', 'peer02'], costs, local_while_waiting=False)
+    assert serial['tests_s'] == 140.0
+
+
+def test_a_pinned_node_waits_for_its_own_peer_and_a_blocked_node_takes_none():
+    entries = nodes(3)
+    entries[1]['peers'] = ['peer01']   # pinned to the busy one
+    entries[2]['takes_peer'] = False   # blocked in preflight
+    run = prediction.predict_run(entries, ['peer01', 'peer02'], COSTS)
+    assert run['nodes']['node02']['peer'] == 'peer01' and run['nodes']['node02']['start_s'] == 50.0
+    assert run['nodes']['node03'] == {'peer': None, 'peers': [], 'peer_s': 0.0, 'local_s': 0.0, 'start_s': None, 'end_s': 0.0}
+    assert run['rounds'] == 1
+
+
+def test_hostvars_become_a_prediction_and_bad_costs_an_error():
+    hosts = [{'inventory_hostname': 'node02', 'netval_plan_seconds': {'peer_s': 40, 'local_s': 5}, 'netval_healthy_peers': ['peer01']},
+             {'inventory_hostname': 'node01', 'netval_plan_seconds': {'peer_s': 40, 'local_s': 5}, 'netval_healthy_peers': ['peer01'],
+              'netval_peer': 'peer01'},
+             {'inventory_hostname': 'node03', 'netval_tests_skipped': 'GPU off the bus', 'netval_healthy_peers': ['peer01']}]
+    run = prediction.run_prediction(hosts, COSTS)
+    assert [run['nodes'][n]['start_s'] for n in ('node01', 'node02', 'node03')] == [0.0, 40.0, None]
+    assert 'lack' in prediction.run_prediction(hosts, {})['error']
+
+
+def test_predicted_against_actual():
+    assert prediction.compare({'predicted_s': 200.0}, 230.04) == {'predicted_s': 200.0, 'actual_s': 230.0, 'error_pct': 15.0}
+    assert prediction.compare({}, 10) is None and prediction.compare({'predicted_s': 'x'}, 10) is None
+    assert prediction.compare({'predicted_s': 0}, 10)['error_pct'] is None
