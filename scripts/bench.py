@@ -203,11 +203,16 @@ def _leases(doc, hosts=None):
     return pairs
 
 
-def lease_holds(doc, hosts=None):
-    """Per host: seconds it held a peer for its tests, summed over its leases: from the end of the task that took the
-    lease to the start of the task that gives it back."""
-    return dict((host, sum(max(0.0, float(given['start']) - float(taken['end'])) for taken, given in pairs))
+def lease_hold_spans(doc, hosts=None):
+    """Per host: [(start, end)] of each time it held a peer for its tests: from the end of the task that took the lease
+    to the start of the task that gives it back."""
+    return dict((host, [(float(taken['end']), max(float(taken['end']), float(given['start']))) for taken, given in pairs])
                 for host, pairs in _leases(doc, hosts).items())
+
+
+def lease_holds(doc, hosts=None):
+    """Per host: seconds it held a peer for its tests, summed over its leases (lease_hold_spans)."""
+    return dict((host, sum(end - start for start, end in spans)) for host, spans in lease_hold_spans(doc, hosts).items())
 
 
 def lease_handovers(doc, hosts=None):

@@ -162,6 +162,7 @@ def test_lease_holds_pair_each_lease_taken_with_the_one_given_back():
         rec('node01', 'Give the peer back', 20.0, 21.0, MEASURE, action=NETVAL + 'peer_lease'),
         rec('node01', bench.TAKE_TASK, 22.0, 23.0, MEASURE, action=NETVAL + 'peer_lease')]
     assert bench.lease_holds(timeline(records)) == {'node01': 11.0 + 3.0}
+    assert bench.lease_hold_spans(timeline(records)) == {'node01': [(3.5, 14.5), (17.0, 20.0)]}
     assert bench.lease_holds(FOUR_ON_TWO, {'node03'}) == {'node03': 11.0}
 
 
