@@ -105,7 +105,7 @@ demo: deps
 
 lab-up: deps
 	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS) $(if $(NODE_PROFILES),--node-profiles $(NODE_PROFILES),) \
-	  $(if $(UNPINNED),--unpinned,)
+	  $(if $(UNPINNED),--unpinned,) $(if $(MESH),--mesh,)
 
 lab-status: deps
 	$(PY) -m lab.netval_lab status

@@ -84,7 +84,8 @@ FIGURES = ('ratio_to_ideal', 'overhead_per_node_s', 'controller_peak_mib', 'peer
 _CLIENT_LABEL = re.compile(r' client to (?P<address>[0-9.]+):[0-9]+$')
 PROMOTE_NOTE = ('note: --promote passed -e netval_promote_accepted=true, but nothing in this run shows an accepted node '
                 'serving as a peer (no task of one new node delegated to another, no perftest session between two new '
-                'nodes): validate.yml does not promote (yet); these are the figures of a run without promotion')
+                'nodes): no node was accepted with every test healthy while others still waited; these are the figures '
+                'of a run without promotion')
 
 
 class BenchError(Exception):
@@ -347,6 +348,38 @@ def session_intervals(store, nodes, peers, fabric_hosts=None, window=None):
     return intervals, unattributed
 
 
+def promoted_intervals(store, nodes, window=None):
+    """The HCA sessions of new nodes that measured each other (netval_promote_accepted), as session_intervals gives a
+    peer's: [(host, hca, label, start, end)] for every host with such a session.  ``label`` is what the session belongs
+    to: the pair 'nodeA+nodeB' (sorted) for a session whose id another new node's ledger holds too (which end was the
+    peer depends on the test's direction, so the pair names it), the host itself for its own tests against a known-good
+    peer.  So an HCA that carried two measurements at once - a promoted node's own tests beside another node's, or two
+    nodes - shows as overlap in task_timeline.peer_overlap_s.  Rails are left out."""
+    nodes = set(nodes)
+    holders = {}
+    for session in store.values():
+        if session['host'] in nodes and not session['device'].startswith('rail-'):
+            holders.setdefault(session['id'], set()).add(session['host'])
+    intervals = []
+    paired = set()
+    for session in sorted(store.values(), key=lambda s: (s['host'], s['device'], s['start'], s['id'])):
+        host = session['host']
+        if host not in nodes or session['device'].startswith('rail-'):
+            continue
+        start = session['start']
+        end = session['end'] if session['end'] is not None else session['last_seen']
+        if window is not None:
+            if not window[0] <= start <= window[1]:
+                continue
+            end = min(end, window[1])
+        pair = sorted(holders.get(session['id'], set()))
+        label = '+'.join(pair) if len(pair) > 1 else host
+        intervals.append((host, session['device'], label, start, end))
+        if len(pair) > 1:
+            paired.add(host)
+    return [interval for interval in intervals if interval[0] in paired]
+
+
 def promoted_in_ledgers(store, nodes):
     """[(node, node)] pairs of new nodes whose ledgers share a session id: two new nodes measured each other."""
     nodes = set(nodes)
@@ -533,6 +566,7 @@ def analyse(doc, store, lab):
     nodes, peers, addresses, fabric = lab_roles(lab)
     window = (float(doc['playbook_start']), float(doc['playbook_end']))
     intervals, unattributed = session_intervals(store, nodes, peers, fabric, window)
+    intervals += promoted_intervals(store, nodes, window)
     figs = figures(doc, int(lab.get('nodes') or len(nodes)), int(lab.get('peers') or len(peers)), intervals, nodes or None)
     figs['peer_sessions'] = len(intervals)
     figs['peer_sessions_unattributed'] = unattributed
@@ -619,8 +653,11 @@ def tail(path, count=25):
         return []
 
 
-def lab_up_argv(python, nodes, peers, dcgmi_seconds=None):
+def lab_up_argv(python, nodes, peers, dcgmi_seconds=None, mesh=False):
+    """The lab for a cell: unpinned nodes; ``mesh`` (--promote) links the nodes to each other, so a promoted one can serve."""
     argv = [python, '-m', 'lab.netval_lab', 'up', '--profile', PROFILE, '--nodes', str(nodes), '--peers', str(peers), '--unpinned']
+    if mesh:
+        argv.append('--mesh')
     if dcgmi_seconds is not None:
         argv += ['--dcgmi-seconds', '%g' % dcgmi_seconds]
     return argv
@@ -680,7 +717,7 @@ def run_cell(args, nodes, peers, work):
     folder = os.path.join(work, 'n%d-p%d' % (nodes, peers))
     os.makedirs(folder, exist_ok=True)
     say('== N=%d P=%d: lab up (log %s)' % (nodes, peers, os.path.join(folder, 'lab-up.log')))
-    rc, _seconds = run_logged(lab_up_argv(args.python, nodes, peers, args.dcgmi_seconds), os.path.join(folder, 'lab-up.log'))
+    rc, _seconds = run_logged(lab_up_argv(args.python, nodes, peers, args.dcgmi_seconds, args.promote), os.path.join(folder, 'lab-up.log'))
     if rc != 0:
         raise BenchError('lab up --nodes %d --peers %d failed (rc %d):\n%s' % (nodes, peers, rc, '\n'.join(tail(os.path.join(folder, 'lab-up.log')))))
     shutil.copyfile(os.path.join(args.lab_root, 'lab.json'), os.path.join(folder, 'lab.json'))

@@ -3,6 +3,8 @@
     up --profile P --nodes N --peers M   build (or keep, when already up with the same arguments) the lab
        [--unpinned]                      new nodes name no netval_peer: each takes the first free healthy peer
                                          (only the inventory changes; a lab already up keeps running)
+       [--mesh]                          also link every new node to every other one, so an accepted node can
+                                         serve as a peer (netval_promote_accepted)
     down                                 remove every namespace, link, process and file of the lab
     status [--json]                      one line per host: role, mgmt IP, sshd, fabric links, faults
     fault NAME [--node HOST]             inject a fault (NAME=clear clears all)
@@ -63,8 +65,26 @@ def save_lab(lab):
 
 # --------------------------------------------------------------------------- plan
 
-def plan(profile_name, profile, nodes, peers):
-    """The lab's layout: hosts, addresses, links (pure; nothing is created)."""
+def mesh_links(node_names):
+    """One link between every two new nodes (a switched fabric's stand-in, so an accepted node can serve the others as a
+    peer: netval_promote_accepted), each a /30 of 10.253.0.0/16; their veths get index 10000 + m (add_fabric_link)."""
+    links = []
+    for a_index, node_a in enumerate(node_names):
+        for node_b in node_names[a_index + 1:]:
+            m = len(links)
+            base = 4 * m
+            links.append({'index': MESH_INDEX_BASE + m, 'node': node_a, 'peer': node_b, 'node_if': 'fab-' + node_b,
+                          'peer_if': 'fab-' + node_a, 'node_ip': '10.253.%d.%d' % (base // 256, base % 256 + 1),
+                          'peer_ip': '10.253.%d.%d' % (base // 256, base % 256 + 2), 'prefix': 30, 'mtu': netns.FABRIC_MTU})
+    return links
+
+
+# The mesh links' veth indexes start here, clear of the node-peer links' (at most MAX_NODES x MAX_PEERS).
+MESH_INDEX_BASE = 10000
+
+
+def plan(profile_name, profile, nodes, peers, mesh=False):
+    """The lab's layout: hosts, addresses, links (pure; nothing is created); ``mesh`` also links the new nodes together."""
     node_names = ['node%02d' % i for i in range(1, nodes + 1)]
     peer_names = ['peer%02d' % j for j in range(1, peers + 1)]
     order = node_names + peer_names
@@ -82,6 +102,7 @@ def plan(profile_name, profile, nodes, peers):
                           'node_ip': '10.252.%d.1' % k, 'peer_ip': '10.252.%d.2' % k, 'prefix': 30, 'mtu': netns.FABRIC_MTU})
     return {'profile': profile_name, 'profile_path': profile.get('path'), 'tier': profile.get('tier'),
             'nodes': nodes, 'peers': peers, 'order': order, 'hosts': hosts, 'links': links,
+            'mesh': bool(mesh), 'mesh_links': mesh_links(node_names) if mesh else [],
             'bridge': netns.BRIDGE, 'mgmt_gateway': netns.MGMT_GATEWAY, 'faults': [], 'status': 'building',
             'created': time.time(), 'repo_root': REPO_ROOT}
 
@@ -90,7 +111,8 @@ def peers_info(lab, host):
     """What hardware.materialize gets to know about a host's place in the lab."""
     info = lab['hosts'][host]
     links = []
-    for link in lab['links']:
+    # The node-peer links first: a NIC stands for each in turn (hardware.build_state), the mesh's come after them.
+    for link in lab['links'] + lab.get('mesh_links', []):
         if link['node'] == host:
             links.append({'ifname': link['node_if'], 'ip': link['node_ip'], 'prefix': link['prefix'],
                           'remote_host': link['peer'], 'remote_ip': link['peer_ip'], 'remote_ifname': link['peer_if']})
@@ -128,14 +150,15 @@ def cmd_up(args):
     node_profiles = parse_node_profiles(args.node_profiles, args.nodes, profile, profiles)
     hardware = _hardware()
     unpinned = bool(getattr(args, 'unpinned', False))
+    mesh = bool(getattr(args, 'mesh', False))
     started = time.time()
     current = load_lab()
     dcgmi_seconds = getattr(args, 'dcgmi_seconds', None)
     if dcgmi_seconds is not None and not 0 <= dcgmi_seconds <= 3600:
         raise LabError('--dcgmi-seconds must be between 0 and 3600 (got %s)' % dcgmi_seconds)
-    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds)
+    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds, mesh)
     if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', ''),
-                    current.get('dcgmi_seconds')) == wanted \
+                    current.get('dcgmi_seconds'), bool(current.get('mesh'))) == wanted \
             and lab_is_healthy(current):
         # Pinning is the inventory's alone: the same lab serves both, only hosts.yml is rewritten.
         current['unpinned'] = unpinned
@@ -149,7 +172,7 @@ def cmd_up(args):
         say('tearing down the existing lab first')
         cmd_down(argparse.Namespace(quiet=True))
 
-    lab = plan(args.profile, profile, args.nodes, args.peers)
+    lab = plan(args.profile, profile, args.nodes, args.peers, mesh=mesh)
     lab['node_profiles'] = args.node_profiles or ''
     lab['unpinned'] = unpinned
     lab['dcgmi_seconds'] = dcgmi_seconds
@@ -161,8 +184,9 @@ def cmd_up(args):
         say('lab up failed; removing what was built')
         netns.teardown()
         raise
-    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s)%s'
-        % (time.time() - started, args.profile, args.nodes, args.peers, ', unpinned' if unpinned else ''))
+    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s)%s%s'
+        % (time.time() - started, args.profile, args.nodes, args.peers, ', unpinned' if unpinned else '',
+           ', nodes meshed' if mesh else ''))
     print_access(lab)
     return 0
 
@@ -198,7 +222,7 @@ def build(lab, profile, hardware, node_profiles=None):
         netns.create_namespace(host)
         netns.add_mgmt_link(host, lab['hosts'][host]['mgmt_ip'])
         netns.add_docker_bridge(host)
-    for link in lab['links']:
+    for link in lab['links'] + lab.get('mesh_links', []):
         netns.add_fabric_link(link)
     for host in lab['order']:
         info = lab['hosts'][host]
@@ -414,6 +438,9 @@ def parser():
     up.add_argument('--unpinned', action='store_true',
                     help='leave netval_peer out of the new nodes\' host vars: each takes whichever healthy peer frees first '
                          '(default: each node pinned to a peer, round-robin)')
+    up.add_argument('--mesh', action='store_true',
+                    help='also link every new node to every other one (a switched fabric, so an accepted node can serve '
+                         'as a peer: netval_promote_accepted)')
     sub.add_parser('down', help='remove everything the lab made')
     status = sub.add_parser('status', help='show hosts, sshd, fabric links, faults')
     status.add_argument('--json', action='store_true')

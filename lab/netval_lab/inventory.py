@@ -93,6 +93,12 @@ def host_vars(lab, host, unpinned=False):
     links = [link for link in lab['links'] if host in (link['node'], link['peer'])]
     if info['role'] == 'new':
         own = {link['peer']: link['node_ip'] for link in links}
+        # On a meshed lab every other node is reachable too (its address on their link), for a promoted node's tests.
+        for link in lab.get('mesh_links') or []:
+            if host == link['node']:
+                own[link['peer']] = link['node_ip']
+            elif host == link['peer']:
+                own[link['node']] = link['peer_ip']
         peer = info['peer']
         if not unpinned:
             hvars['netval_peer'] = peer

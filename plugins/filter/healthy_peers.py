@@ -11,7 +11,8 @@ short_description: The peers whose own health check found a live RDMA port
 version_added: 0.1.0
 description:
   - Takes the C(results) of rdma_info looped over peers (delegated to each) and returns the names of the peers that answered
-    with at least one live port, in loop order. Skipped, unreachable and failed checks leave their peer out.
+    with at least one live port, in loop order, or in the order of O(order). Skipped, unreachable and failed checks leave their
+    peer out.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -20,12 +21,22 @@ options:
     type: list
     elements: dict
     required: true
+  order:
+    description:
+      - The peers in the order one node prefers them (P(gpufleet.netval.peer_order#filter)); the result keeps that order and
+        leaves out peers not in it, so one health check per peer serves every node of the run.
+    type: list
+    elements: str
 '''
 
 EXAMPLES = r'''
 - name: Keep the healthy peers
   ansible.builtin.set_fact:
     usable_peers: "{{ peer_health.results | gpufleet.netval.healthy_peers }}"
+
+- name: The same, in this node's order of preference
+  ansible.builtin.set_fact:
+    usable_peers: "{{ peer_health.results | gpufleet.netval.healthy_peers(netval_peer_candidates) }}"
 '''
 
 RETURN = r'''

@@ -213,12 +213,63 @@ def lost(folder, peers, run):
     return found
 
 
-def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time.time, sleep=time.sleep, suspect_limit=0):
+def _promoted_dir(folder, run):
+    if not isinstance(run, str) or not _SAFE.fullmatch(run):
+        raise LeaseError('run %r cannot name a folder (letters, digits, ".", "_" and "-" only)' % (run,))
+    return os.path.join(folder, 'promoted', run)
+
+
+def promote(folder, run, node, validated_by):
+    """Record that ``node``, accepted in ``run`` with every test healthy against ``validated_by``, may serve the run's
+    later nodes as a peer (netval_promote_accepted).  The first record stands (atomic, O_EXCL); returns it."""
+    if not isinstance(node, str) or not _SAFE.fullmatch(node):
+        raise LeaseError('node %r cannot name a file' % (node,))
+    path = os.path.join(_promoted_dir(folder, run), '%s.json' % node)
+    record = {'node': node, 'run': run, 'validated_by': validated_by, 'at': time.time()}
+    if _create_once(path, record, 'record that %s may serve as a peer' % node, make_folder=True):
+        return record
+    return dict((r['node'], r) for r in promoted(folder, run)).get(node, record)
+
+
+def promoted(folder, run):
+    """The nodes promoted to peers in ``run`` (see promote): their records, in the order they were promoted."""
+    if not run:
+        return []
+    try:
+        names = sorted(os.listdir(_promoted_dir(folder, run)))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if not name.endswith('.json'):
+            continue
+        try:
+            with open(os.path.join(_promoted_dir(folder, run), name), 'r') as handle:
+                record = json.load(handle)
+        except (IOError, OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get('node') == name[:-5]:
+            found.append(record)
+    return sorted(found, key=lambda record: (record.get('at') or 0, record['node']))
+
+
+def pool(folder, peers, holder, grow=False):
+    """The peers ``holder`` may try, in preference order: ``peers``, then (``grow``) the nodes its run has promoted so
+    far, never the holder itself."""
+    found = list(peers)
+    if grow:
+        found += [r['node'] for r in promoted(folder, holder.get('run')) if r['node'] not in found and r['node'] != holder.get('node')]
+    return found
+
+
+def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time.time, sleep=time.sleep, suspect_limit=0,
+            grow=False):
     """The first of ``peers`` (in preference order) whose lease ``holder`` gets, waiting up to ``wait`` seconds.
 
     A peer that ``suspect_limit`` or more nodes of the holder's run suspect, or that went away mid-run (mark_lost), has left
-    the pool and is never taken.  Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole
-    wait, or all left the pool.
+    the pool and is never taken.  With ``grow`` the pool also holds the nodes the run promotes while the holder waits
+    (pool).  Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait, or all left
+    the pool.
     """
     if not os.path.isdir(folder):
         try:
@@ -228,10 +279,11 @@ def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time
                 raise LeaseError('cannot create the lease folder %s: %s' % (folder, exc))
     started = clock()
     while True:
-        out = set(excluded(folder, peers, holder.get('run'), suspect_limit)) | set(lost(folder, peers, holder.get('run')))
-        if len(out) == len(set(peers)):
+        candidates = pool(folder, peers, holder, grow)
+        out = set(excluded(folder, candidates, holder.get('run'), suspect_limit)) | set(lost(folder, candidates, holder.get('run')))
+        if len(out) == len(set(candidates)):
             return None, clock() - started
-        for peer in peers:
+        for peer in candidates:
             if peer in out:
                 continue
             lease = try_acquire(folder, peer, holder, ttl, clock(), proc)

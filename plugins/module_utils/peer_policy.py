@@ -11,6 +11,8 @@ No Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from collections.abc import Mapping
+
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
 
 
@@ -38,8 +40,9 @@ def peer_order(node, nodes, peers, explicit=None):
     return [first] + [p for p in peers if p != first]
 
 
-def healthy_peers(health_results):
-    """The peers whose own health check (a looped rdma_info delegated to each) found a live RDMA port, in loop order.
+def healthy_peers(health_results, order=None):
+    """The peers whose own health check (a looped rdma_info delegated to each) found a live RDMA port, in loop order, or
+    in ``order`` (a node's peer_order; peers not in it are left out) - one check per peer serves every node.
 
     A skipped, unreachable or failed check, or one with no live port, leaves that peer out.
     """
@@ -49,6 +52,8 @@ def healthy_peers(health_results):
             continue
         if result.get('live_ports'):
             healthy.append(result.get('item'))
+    if order is not None:
+        return [peer for peer in order or [] if peer in healthy]
     return [peer for peer in healthy if peer]
 
 
@@ -163,3 +168,17 @@ def suspect_peer(first_peer_tests, final_tests, first_peer):
                             'first_peer': first_peer, 'first_value': first.get('value'), 'first_status': first.get('status'),
                             'second_peer': second.get('peer'), 'second_value': second.get('value'), 'second_status': 'healthy'})
     return {'peer': first_peer, 'figures': figures} if figures and first_peer else {}
+
+
+def promotable(result):
+    """Whether a node's result lets it serve the run's later nodes as a peer (netval_promote_accepted): accepted (bucket
+    A) with every test and finding healthy (an informational figure counts as healthy), measured without a re-test or
+    a suspicion (a peer that went away before is no doubt: the figures came from the next one).  A marginal figure, or
+    any doubt about the peer that measured it, keeps it out: a peer must be beyond question, or the nodes it measures
+    inherit the question."""
+    if not isinstance(result, Mapping) or result.get('bucket') != 'A':
+        return False
+    entries = list(result.get('tests') or []) + list(result.get('findings') or [])
+    if not result.get('tests') or any(not isinstance(e, Mapping) or e.get('status') not in ('healthy', 'info') for e in entries):
+        return False
+    return not (result.get('retested_against') or result.get('suspect_peer'))

@@ -118,16 +118,22 @@ def node_plan_seconds(profile, live_ports, gpu_pairs, options, costs):
 def predict_run(nodes, peers, costs, local_while_waiting=True):
     """The run's predicted wall time from every node's plan seconds.
 
-    ``nodes``: [{node, peer_s, local_s, takes_peer, peers}] in the order they ask for a peer; ``peers`` (optional per node)
-    are the peers it may take, default all; a node that takes no peer (blocked in preflight) costs only its fixed time.
-    ``peers``: the healthy peers' names.  Each node takes, of its peers, the one that frees first.  Returns {predicted_s,
-    tests_s, peers, rounds, waiting_nodes, nodes: {name: {peer, peer_s, local_s, start_s, end_s}}}: start_s when its peer
-    tests start, end_s when its last test ends, both from the start of the tests; predicted_s adds the fixed costs.
+    ``nodes``: [{node, peer_s, local_s, takes_peer, peers, grow}] in the order they ask for a peer; ``peers`` (optional per
+    node) are the peers it may take, default all; a node that takes no peer (blocked in preflight) costs only its fixed
+    time; ``grow`` (netval_promote_accepted): it may also take a node measured before it, from when that one's tests end
+    (the prediction takes every node as accepted: a reject only makes the pool grow slower).  ``peers``: the healthy
+    peers' names.  Each node takes, of its peers, the one that frees first.  Returns {predicted_s, tests_s, peers,
+    rounds, waiting_nodes, nodes: {name: {peer, peer_s, local_s, start_s, end_s, round}}}: start_s when its peer tests
+    start, end_s when its last test ends, both from the start of the tests, round how many nodes were measured one
+    after the other before it on its chain of peers, plus one; predicted_s adds the fixed costs.
     """
     costs = check_costs(costs)
     if not isinstance(peers, (list, tuple)) or not all(isinstance(p, str) and p for p in peers):
         raise PredictionError('peers must be a list of peer names, got %r' % (peers,))
     free = dict((peer, 0.0) for peer in peers)
+    # A peer's last round: how many nodes were measured one after the other on its chain before it frees.
+    last_round = dict((peer, 0) for peer in peers)
+    promoted = []
     out = {}
     waiting = 0
     for entry in nodes or []:
@@ -136,6 +142,8 @@ def predict_run(nodes, peers, costs, local_while_waiting=True):
         name = entry['node']
         peer_s, local_s = _number(entry.get('peer_s', 0.0), '%s.peer_s' % name), _number(entry.get('local_s', 0.0), '%s.local_s' % name)
         candidates = [p for p in (entry.get('peers') or peers) if p in free]
+        if entry.get('grow') and candidates:
+            candidates += [p for p in promoted if p not in candidates]
         if not entry.get('takes_peer', True) or not candidates:
             out[name] = {'peer': None, 'peers': [], 'peer_s': 0.0, 'local_s': 0.0, 'start_s': None, 'end_s': 0.0}
             continue
@@ -149,12 +157,16 @@ def predict_run(nodes, peers, costs, local_while_waiting=True):
         begin = max(start, local_s) if fill else start
         free[peer] = begin + peer_s + (0.0 if local_while_waiting else local_s)
         end = begin + peer_s + (0.0 if fill else local_s)
+        last_round[peer] += 1
         out[name] = {'peer': peer, 'peers': candidates, 'peer_s': round(peer_s, 1), 'local_s': round(local_s, 1), 'start_s': round(begin, 1),
-                     'end_s': round(end, 1)}
+                     'end_s': round(end, 1), 'round': last_round[peer]}
+        if entry.get('grow') and name not in free:
+            # Promoted, it serves from when its own tests end.
+            free[name], last_round[name] = end, last_round[peer]
+            promoted.append(name)
     tests_end = max([entry['end_s'] for entry in out.values()] or [0.0])
-    takers = len([entry for entry in out.values() if entry['peer']])
     return {'predicted_s': round(costs['run_fixed_s'] + costs['node_fixed_s'] + tests_end, 1), 'tests_s': round(tests_end, 1),
-            'peers': len(peers), 'rounds': -(-takers // len(peers)) if peers and takers else 0, 'waiting_nodes': waiting,
+            'peers': len(peers), 'rounds': max([entry.get('round', 0) for entry in out.values()] or [0]), 'waiting_nodes': waiting,
             'local_while_waiting': bool(local_while_waiting), 'costs': costs, 'nodes': out}
 
 
@@ -162,8 +174,8 @@ def run_prediction(hosts, costs, local_while_waiting=True):
     """predict_run over the hosts of a play (their hostvars, in the order they ask for a peer: sorted names).
 
     Each host's ``netval_plan_seconds`` (plan_seconds of its plan), ``netval_healthy_peers`` and ``netval_peer`` say what it
-    will run and where; one with ``netval_tests_skipped`` takes no peer.  Never raises: {error} says why there is no
-    prediction.
+    will run and where; one with ``netval_tests_skipped`` takes no peer; ``netval_promote_accepted`` lets one that is not
+    pinned to a healthy peer take nodes measured before it.  Never raises: {error} says why there is no prediction.
     """
     nodes, peers = [], []
     # Ansible passes hostvars as mappings that are not dicts.
@@ -173,11 +185,17 @@ def run_prediction(hosts, costs, local_while_waiting=True):
         peers.extend(p for p in healthy if p not in peers)
         nodes.append({'node': host.get('inventory_hostname'), 'peer_s': seconds.get('peer_s', 0.0), 'local_s': seconds.get('local_s', 0.0),
                       'takes_peer': 'netval_tests_skipped' not in host and bool(seconds),
-                      'peers': peer_policy.first_peers(healthy, host.get('netval_peer') or None)})
+                      'peers': peer_policy.first_peers(healthy, host.get('netval_peer') or None),
+                      'grow': _true(host.get('netval_promote_accepted')) and (host.get('netval_peer') or '') not in healthy})
     try:
         return predict_run(nodes, sorted(peers), costs, local_while_waiting)
     except PredictionError as exc:
         return {'error': str(exc)}
+
+
+def _true(value):
+    """An Ansible boolean as an inventory or -e writes it (true, 'true', 'yes', '1', 'on')."""
+    return value is True or str(value).strip().lower() in ('true', 'yes', '1', 'on', 'y')
 
 
 def compare(prediction, actual_s):

@@ -254,6 +254,8 @@ def node_markdown(node):
              '- tier: %s' % node.get('tier'), '- peer: %s' % node.get('peer'), '- validated: %s' % node.get('timestamp'), '']
     for index, lost in enumerate(node.get('lost_peers') or []):
         lines.insert(4 + index, '- peer gone: %s (it left the pool; the node was rescheduled)' % lost.get('detail'))
+    if node.get('promoted'):
+        lines.insert(4, '- promoted: accepted with every test healthy, it served the run\'s later nodes as a peer')
     causes = node.get('causes') or []
     if causes:
         lines.append('## Likely causes')
@@ -294,12 +296,50 @@ def summary_table(nodes):
         out.append('peer %s went away mid-run and left the pool: %s' % (peer, '; '.join(
             '%s was on it (%s), then %s' % (e['node'], e['detail'], 'measured on %s' % e['then'] if e.get('then') else 'not measured')
             for e in entry)))
+    if promoted_nodes(nodes):
+        out.extend(chain_lines(nodes))
     for peer, entry in sorted(suspect_peers(nodes).items()):
         out.append('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
             '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], f['first_value'], f.get('unit') or '',
                                               f['first_peer'], f['second_value'], f['second_peer'])
             for f in entry['figures'])))
     return '\n'.join(out) + '\n'
+
+
+def validation_chain(nodes):
+    """{validator: [nodes it measured]}: who validated whom (each measured node's report peer), known-good peers and
+    nodes promoted in the run alike (netval_promote_accepted)."""
+    found = {}
+    for name in sorted(nodes):
+        node = nodes[name] or {}
+        if node.get('peer') and node.get('tests'):
+            found.setdefault(node['peer'], []).append(name)
+    return found
+
+
+def promoted_nodes(nodes):
+    """{node: {validated_by, validated}} for the nodes that served the run as peers after they were accepted."""
+    chain = validation_chain(nodes)
+    return dict((name, {'validated_by': (nodes[name] or {}).get('peer'), 'validated': chain.get(name, [])})
+                for name in sorted(nodes) if (nodes[name] or {}).get('promoted'))
+
+
+def chain_lines(nodes):
+    """The chain as text, one line per known-good peer at its root: 'chain from peer01: peer01 validated node01, node02;
+    node01 validated node03'."""
+    chain = validation_chain(nodes)
+    lines = []
+    for root in sorted(v for v in chain if v not in nodes):
+        steps, queue, seen = [], [root], set()
+        while queue:
+            validator = queue.pop(0)
+            if validator in seen or validator not in chain:
+                continue
+            seen.add(validator)
+            steps.append('%s validated %s' % (validator, ', '.join(chain[validator])))
+            queue.extend(chain[validator])
+        lines.append('chain from %s: %s' % (root, '; '.join(steps)))
+    return lines
 
 
 def lost_peers(nodes):

@@ -19,6 +19,8 @@ description:
     BER counters, cable module and eye; this module already speaks the MFT/mstflint tools per PCI device, nic_info only ethtool.
     A missing link tool or a failed query is recorded in the device's C(link.error) (our gap, not the node's), never fatal.
   - Only queries; nothing is burnt or set.
+  - The devices are queried side by side (up to eight at once, each device's tools in turn); the first failure, in the
+    devices' order, is the one reported.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -108,6 +110,7 @@ devices:
         truncated: false
 '''
 
+import concurrent.futures
 import os
 import re
 
@@ -163,12 +166,45 @@ def choose_tools(module, runner, tool, query_config):
 
 
 def query(runner, tool, device, parser, timeout):
-    result = runner.run(tool, ['-d', device, 'q'], timeout=timeout)
+    """(result, parsed, parse_error) of ``tool -d device q``; never fails the module (read_device's caller judges)."""
+    result = runner.run(tool, ['-d', device, 'q'], timeout=timeout, check=False)
+    if result.timed_out or result.rc != 0:
+        return result, None, None
     try:
-        return parser(result.stdout)
+        return result, parser(result.stdout), None
     except ParseError as exc:
-        runner.fail_parse(result, exc)
-    return None
+        return result, None, exc
+
+
+def read_device(runner, device, tools, link_info, timeout):
+    """{firmware, config: (result, parsed, parse_error), link} of one device, its calls in turn, up to the first that fails
+    the module; never fails it itself."""
+    firmware_tool, config_tool, link_tool = tools
+    found = {}
+    for name, tool, parser in (('firmware', firmware_tool, mlx.parse_flint), ('config', config_tool, mlx.parse_mlxconfig)):
+        if tool is None:
+            continue
+        found[name] = query(runner, tool, device, parser, timeout)
+        result, _parsed, parse_error = found[name]
+        if result.timed_out or result.rc != 0 or parse_error is not None:
+            return found
+    if link_info:
+        found['link'] = query_link(runner, link_tool, device, timeout)
+    return found
+
+
+def judged(runner, found, name):
+    """The parsed output of a query of read_device, or the module fails as a checked run would (host, command, rc)."""
+    result, parsed, parse_error = found[name]
+    if result.timed_out or result.rc != 0:
+        runner.fail(result)
+    if parse_error is not None:
+        runner.fail_parse(result, parse_error)
+    return parsed
+
+
+# How many devices are queried at once (threads that each wait on their own flint, mlxconfig and mlxlink children).
+MAX_PARALLEL_DEVICES = 8
 
 
 LINK_TOOLS = {'auto': ['mlxlink', 'mstlink'], 'mft': ['mlxlink'], 'mstflint': ['mstlink']}
@@ -223,13 +259,20 @@ def main():
     runner = ToolRunner(module)
     firmware_tool, config_tool = choose_tools(module, runner, params['tool'], params['query_config'])
     link_tool = runner.first_available(LINK_TOOLS[params['tool']]) if params['link_info'] else None
+    tools = (firmware_tool, config_tool, link_tool)
+    if params['timeout']:
+        runner.find('timeout')   # before the threads start, so they only read the runner's cache
+    # The devices are queried side by side (each device's tools in turn: mlxlink alone takes about a second per port on
+    # hardware); the results are judged in the devices' order, so the first failure is the same one as one by one.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_DEVICES, len(devices)))) as pool:
+        found = list(pool.map(lambda device: read_device(runner, device, tools, params['link_info'], params['timeout']), devices))
     results = {}
-    for device in devices:
-        firmware = query(runner, firmware_tool, device, mlx.parse_flint, params['timeout'])
+    for device, queried in zip(devices, found):
+        firmware = judged(runner, queried, 'firmware')
         config = None
         cqe = None
         if config_tool:
-            config = query(runner, config_tool, device, mlx.parse_mlxconfig, params['timeout'])
+            config = judged(runner, queried, 'config')
             cqe = mlx.cqe_compression(config['parameters'])
         results[device] = {
             'firmware': firmware,
@@ -239,7 +282,7 @@ def main():
             'tools': {'firmware': firmware_tool, 'config': config_tool, 'link': link_tool},
         }
         if params['link_info']:
-            results[device]['link'] = query_link(runner, link_tool, device, params['timeout'])
+            results[device]['link'] = queried['link']
     module.exit_json(changed=False, devices=results)
 
 

@@ -19,6 +19,8 @@ description:
   - A section the driver does not support (C(Operation not supported)) is returned as null with the error text
     under C(errors); it does not fail the module. Any other failure of ethtool does, naming host, command and rc.
   - Two runs with O(counters=true) give rates through the P(gpufleet.netval.counter_deltas#filter) filter.
+  - The netdevs are read side by side (up to eight at once, each netdev's calls in turn), so a node with eight NICs takes about
+    one NIC's time; the first failure, in the netdevs' order, is the one reported.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -122,6 +124,7 @@ netdevs:
   sample: ["ens3np0"]
 '''
 
+import concurrent.futures
 import os
 import re
 import time
@@ -132,6 +135,9 @@ from ansible_collections.gpufleet.netval.plugins.module_utils import sysfs
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner
+
+# How many netdevs are read at once (threads that each wait on their own ethtool child).
+MAX_PARALLEL_NETDEVS = 8
 
 UNSUPPORTED_RE = re.compile(r'Operation not supported|not supported|No data available', re.IGNORECASE)
 
@@ -174,6 +180,31 @@ def read_mtu(sysfs_root, netdev):
     return int(raw), None
 
 
+def read_netdev(runner, netdev, sections, timeout):
+    """[(result, started, parsed, parse_error)] of every section's ethtool call for one netdev, in turn, up to the first
+    that fails the module (started: when the call began, the counters' timestamp).  Never fails the module itself: the
+    caller judges the results, in the netdevs' order."""
+    results = []
+    for _section, option, parser in sections:
+        started = time.time()
+        result = runner.run('ethtool', ([option] if option else []) + [netdev], timeout=timeout, check=False)
+        parsed, parse_error = None, None
+        if not result.timed_out and result.rc == 0:
+            try:
+                parsed = parser(result.stdout)
+            except ParseError as exc:
+                parse_error = exc
+        results.append((result, started, parsed, parse_error))
+        if result.timed_out or parse_error is not None or (result.rc != 0 and not unsupported(result)):
+            break   # this fails the module (main): the netdev's other calls would only add their time
+    return results
+
+
+def unsupported(result):
+    """Whether a failed ethtool call only says the driver lacks the section (null, not a failure)."""
+    return bool(UNSUPPORTED_RE.search(((result.stderr or '') + '\n' + (result.stdout or '')).strip()))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -211,8 +242,17 @@ def main():
         sections.append(('counters', '-S', ethtool.parse_ethtool_stats))
 
     runner = ToolRunner(module)
+    # Found before the threads start, so they only read the runner's cache.
+    runner.find('ethtool')
+    if params['timeout']:
+        runner.find('timeout')
+    # The netdevs are read side by side (each its ethtool calls in turn): on a node with eight NICs that is one NIC's
+    # time instead of eight; the results are then judged in the netdevs' order, so the first failure is the same one.
+    workers = max(1, min(MAX_PARALLEL_NETDEVS, len(netdevs)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        calls = list(pool.map(lambda netdev: read_netdev(runner, netdev, sections, params['timeout']), netdevs))
     nics = {}
-    for netdev in netdevs:
+    for netdev, results in zip(netdevs, calls):
         entry = {'errors': {}}
         if netdev in rdma_of:
             entry['rdma_device'] = rdma_of[netdev]
@@ -220,24 +260,21 @@ def main():
             entry['mtu'], mtu_error = read_mtu(params['sysfs_root'], netdev)
             if mtu_error:
                 entry['errors']['mtu'] = mtu_error
-        for section, option, parser in sections:
-            args = ([option] if option else []) + [netdev]
+        for (section, _option, _parser), (result, started, parsed, parse_error) in zip(sections, results):
             if section == 'counters':
-                entry['timestamp'] = time.time()
-            result = runner.run('ethtool', args, timeout=params['timeout'], check=False)
+                entry['timestamp'] = started
             if result.timed_out:
                 runner.fail(result)
             if result.rc != 0:
                 detail = ((result.stderr or '') + '\n' + (result.stdout or '')).strip()
-                if UNSUPPORTED_RE.search(detail):
+                if unsupported(result):
                     entry[section] = None
                     entry['errors'][section] = detail.splitlines()[-1] if detail else 'rc=%s' % result.rc
                     continue
                 runner.fail(result, reason='exited with rc=%s reading %s of %s' % (result.rc, section, netdev))
-            try:
-                entry[section] = parser(result.stdout)
-            except ParseError as exc:
-                runner.fail_parse(result, exc)
+            if parse_error is not None:
+                runner.fail_parse(result, parse_error)
+            entry[section] = parsed
         nics[netdev] = entry
     module.exit_json(changed=False, nics=nics, netdevs=netdevs)
 

@@ -22,6 +22,10 @@ description:
   - With O(state=lost) it records that the peer went away (unreachable) while this node was tested on it, with O(step) and
     O(detail); the peer leaves the pool for the rest of the run at once (O(state=acquired) never takes it again and returns
     it in RV(lost)), and the node is rescheduled on another peer by the playbook.
+  - With O(state=promoted) it records that this node, accepted in the run with every test healthy against the peer in O(peers),
+    may serve the run's later nodes as a peer (C(netval_promote_accepted)); O(state=acquired) with O(grow=true) then also takes
+    such nodes, after O(peers), for as long as it waits (the pool grows at run time). A promoted node leaves the pool like any
+    peer when suspected or gone.
   - A lease is a file in O(lease_dir) created atomically (C(O_EXCL)), naming the node, the run and the controller process
     that holds it (pid and start time). A lease past O(ttl) seconds, or whose controller process is gone, is stale and is
     taken over, so a crashed run never blocks a peer.
@@ -30,12 +34,16 @@ author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   state:
-    description: Take (V(acquired)) or give back (V(released)) the lease; record a suspect (V(suspected)) or a peer gone (V(lost)).
+    description:
+      - Take (V(acquired)) or give back (V(released)) the lease; record a suspect (V(suspected)), a peer gone (V(lost)) or this
+        node as a peer for the rest of the run (V(promoted)).
     type: str
-    choices: [acquired, released, suspected, lost]
+    choices: [acquired, released, suspected, lost, promoted]
     default: acquired
   peers:
-    description: With O(state=acquired), the peers to try in preference order; with O(state=released), the peer to release (one).
+    description:
+      - With O(state=acquired), the peers to try in preference order; with O(state=released), the peer to release (one); with
+        O(state=promoted), the peer that validated this node (one).
     type: list
     elements: str
     required: true
@@ -71,6 +79,12 @@ options:
     type: list
     elements: dict
     default: []
+  grow:
+    description:
+      - With O(state=acquired), also take the nodes this run promoted (O(state=promoted)), after O(peers) in the order they
+        were promoted, never this node itself.
+    type: bool
+    default: false
   step:
     description: With O(state=lost), the step of the node's tests at which the peer stopped answering.
     type: str
@@ -149,6 +163,16 @@ left_pool:
   description: With O(state=suspected), whether the peer has now left the pool for the rest of the run.
   returned: when state is suspected
   type: bool
+promoted_peer:
+  description: With O(state=acquired), whether the peer taken is a node this run promoted (O(grow)) rather than a known-good peer.
+  returned: when a lease was taken
+  type: bool
+promoted:
+  description: With O(state=promoted), every node this run has promoted so far, in order, each with the peer that validated it.
+  returned: when state is promoted
+  type: list
+  elements: dict
+  sample: [{node: node01, validated_by: peer01, run: 20261201T120000Z, at: 1796150000.0}]
 error_class:
   description: C(peer_busy) when no peer freed within O(wait), C(lease_error) when the lease folder is unusable; null on success.
   returned: always
@@ -175,7 +199,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.runner import host
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type='str', default='acquired', choices=['acquired', 'released', 'suspected', 'lost']),
+            state=dict(type='str', default='acquired', choices=['acquired', 'released', 'suspected', 'lost', 'promoted']),
             peers=dict(type='list', elements='str', required=True),
             node=dict(type='str', required=True),
             run=dict(type='str', required=True),
@@ -186,6 +210,7 @@ def main():
             figures=dict(type='list', elements='dict', default=[]),
             step=dict(type='str', default=''),
             detail=dict(type='str', default=''),
+            grow=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -215,6 +240,12 @@ def main():
                 module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, lost=[], **SUCCESS)
             record = lease.mark_lost(params['lease_dir'], peers[0], params['run'], params['node'], params['step'], params['detail'])
             module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False, lost=[record], **SUCCESS)
+        if params['state'] == 'promoted':
+            if module.check_mode:
+                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, promoted=[], **SUCCESS)
+            lease.promote(params['lease_dir'], params['run'], params['node'], peers[0])
+            module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False,
+                             promoted=lease.promoted(params['lease_dir'], params['run']), **SUCCESS)
         if params['state'] == 'released':
             if module.check_mode:
                 module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, **SUCCESS)
@@ -224,7 +255,9 @@ def main():
             free = [p for p in peers if lease.stale(lease.read(params['lease_dir'], p))] if os.path.isdir(params['lease_dir']) else peers
             module.exit_json(changed=False, peer=(free or [None])[0], waited_s=0.0, released=False, **SUCCESS)
         taken, waited = lease.acquire(params['lease_dir'], peers, holder, params['ttl'], params['wait'],
-                                      suspect_limit=params['suspect_limit'])
+                                      suspect_limit=params['suspect_limit'], grow=params['grow'])
+        # What left the pool: of the known-good peers and of the nodes promoted meanwhile.
+        peers = lease.pool(params['lease_dir'], peers, holder, params['grow'])
         out = lease.excluded(params['lease_dir'], peers, params['run'], params['suspect_limit'])
         gone = lease.lost(params['lease_dir'], peers, params['run'])
     except lease.LeaseError as exc:
@@ -242,7 +275,7 @@ def main():
                          % (hostname(), ', '.join(peers), params['node'], params['wait']),
                          peer=None, waited_s=round(waited, 3), released=False, excluded=left, lost=gone_list, **failure('peer_busy'))
     module.exit_json(changed=True, peer=taken['peer'], waited_s=round(waited, 3), acquired_at=taken['acquired'], released=False,
-                     excluded=left, lost=gone_list, **SUCCESS)
+                     excluded=left, lost=gone_list, promoted_peer=taken['peer'] not in params['peers'], **SUCCESS)
 
 
 if __name__ == '__main__':

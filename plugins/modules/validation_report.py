@@ -189,6 +189,8 @@ def main():
     summary['suspect_peers'] = report.suspect_peers(nodes)
     summary['prediction'] = timing
     summary['lost_peers'] = report.lost_peers(nodes)
+    summary['chain'] = report.validation_chain(nodes)
+    summary['promoted'] = report.promoted_nodes(nodes)
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
     # Links to the evidence bundles are relative to where the page lands.
     files['index.html'] = html_report.render_page(nodes, stamp, os.path.abspath(run_dir))

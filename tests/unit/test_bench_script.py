@@ -319,6 +319,22 @@ def test_promotion_seen_in_the_ledgers_when_two_new_nodes_share_a_session():
     assert bench.promoted_in_ledgers(store, ['node01', 'node02']) == [('node01', 'node02')]
 
 
+def test_a_promoted_nodes_hca_counts_as_a_peers_and_shows_two_measurements_at_once():
+    # node02 ran its own tests against peer01 (a, b), then served node03 (c: one session in both nodes' ledgers).
+    store = ledger_store({'peer01': {'mlx5_0': [session('a', 1.0, 2.0), session('b', 3.0, 4.0)]}},
+                         {'node02': {'mlx5_0': [session('a', 1.0, 2.0), session('b', 3.0, 4.0), session('c', 5.0, 6.0, 'ib_send_bw client to x:1')],
+                                     'rail-fab-node03': [session('r', 5.0, 6.0)]},
+                          'node03': {'mlx5_0': [session('c', 5.0, 6.0)]}, 'node01': {'mlx5_0': [session('z', 1.0, 9.0)]}})
+    served = bench.promoted_intervals(store, ['node01', 'node02', 'node03'])
+    assert sorted(served) == [('node02', 'mlx5_0', 'node02', 1.0, 2.0), ('node02', 'mlx5_0', 'node02', 3.0, 4.0),
+                              ('node02', 'mlx5_0', 'node02+node03', 5.0, 6.0), ('node03', 'mlx5_0', 'node02+node03', 5.0, 6.0)]
+    assert task_timeline.peer_overlap_s(served) == 0.0
+    # Had node02 served node03 while its own session b still ran, its HCA carried two measurements for that second.
+    early = ledger_store({}, {'node02': {'mlx5_0': [session('b', 3.0, 4.0), session('c', 3.0, 6.0)]}, 'node03': {'mlx5_0': [session('c', 3.0, 6.0)]}})
+    assert task_timeline.peer_overlap_s(bench.promoted_intervals(early, ['node02', 'node03'])) == 1.0
+    assert bench.promoted_intervals(NO_OVERLAP, ['node01', 'node02', 'node03', 'node04']) == []
+
+
 def test_analyse_puts_timeline_ledgers_and_lab_together():
     figs = bench.analyse(FOUR_ON_TWO, NO_OVERLAP, LAB)
     assert figs['nodes'] == 4 and figs['peers'] == 2
@@ -392,6 +408,7 @@ def test_matrix_and_cell_tables():
 def test_command_lines_and_environment():
     assert bench.lab_up_argv('/x/python', 16, 4) == ['/x/python', '-m', 'lab.netval_lab', 'up', '--profile', 'healthy-400g',
                                                      '--nodes', '16', '--peers', '4', '--unpinned']
+    assert bench.lab_up_argv('/x/python', 4, 1, mesh=True)[-2:] == ['--unpinned', '--mesh']
     assert bench.playbook_argv('ap', 'new_nodes', '/t/r', '/t/e', False) == [
         'ap', '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', 'new_nodes', '-e', 'report_root=/t/r',
         '-e', 'evidence_controller_dir=/t/e']
@@ -508,7 +525,9 @@ def test_one_run_with_stand_ins_for_the_lab_and_ansible_playbook(tmp_path):
     assert lines[-1] == 'ratio_to_ideal=3.00 overhead_per_node_s=1.50 controller_peak_mib=150.00 peer_overlap_s=0.00'
     assert bench.PROMOTE_NOTE in lines
     assert 'rounds = ceil(log2(N/P)) + 1 (the pool doubles each round), wall ~ rounds x per_node_peer_s + fixed_s' in proc.stdout
-    assert calls[0]['argv'] == ['-m', 'lab.netval_lab', 'up', '--profile', 'healthy-400g', '--nodes', '4', '--peers', '2', '--unpinned']
+    # --promote: the nodes are meshed, so a promoted node can reach the others
+    assert calls[0]['argv'] == ['-m', 'lab.netval_lab', 'up', '--profile', 'healthy-400g', '--nodes', '4', '--peers', '2', '--unpinned',
+                                '--mesh']
     run = calls[1]
     folder = str(tmp_path / 'work' / 'n4-p2')
     assert run['argv'] == ['-i', 'inventories/lab', 'playbooks/validate.yml', '-l', 'new_nodes',

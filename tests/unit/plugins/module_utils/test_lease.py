@@ -118,3 +118,37 @@ def test_a_peer_two_nodes_suspect_leaves_the_pool_for_that_run_only(tmp_path):
     later, _waited = lease.acquire(folder, ['peer01'], {'node': 'node09', 'run': '20261202T000000Z'}, ttl=600, wait=0, suspect_limit=2)
     assert later['peer'] == 'peer01'
     assert lease.excluded(folder, ['peer01'], RUN, 0) == {}
+
+
+def test_a_promoted_node_joins_the_pool_of_the_nodes_that_grow_it_after_the_known_good_peers(tmp_path):
+    folder = str(tmp_path / 'leases')
+    busy, _waited = lease.acquire(folder, ['peer01'], {'node': 'node02', 'run': RUN}, ttl=600, wait=0)
+    assert busy['peer'] == 'peer01'
+    # Nothing promoted yet: a node that grows the pool still finds every peer busy.
+    assert lease.acquire(folder, ['peer01'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0, grow=True)[0] is None
+    record = lease.promote(folder, RUN, 'node01', 'peer01')
+    assert record['node'] == 'node01' and record['validated_by'] == 'peer01'
+    assert lease.promote(folder, RUN, 'node01', 'peer02')['validated_by'] == 'peer01'  # the first record stands
+    assert [r['node'] for r in lease.promoted(folder, RUN)] == ['node01']
+    # Without grow the pool is the known-good peers alone; with it node01 serves; never a node itself.
+    assert lease.acquire(folder, ['peer01'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0)[0] is None
+    taken, _waited = lease.acquire(folder, ['peer01'], {'node': 'node03', 'run': RUN}, ttl=600, wait=0, grow=True)
+    assert taken['peer'] == 'node01' and taken['node'] == 'node03'
+    assert lease.pool(folder, ['peer01'], {'node': 'node01', 'run': RUN}, grow=True) == ['peer01']
+    # A promoted node is leased like a peer (one node at a time) and leaves the pool like one.
+    assert lease.acquire(folder, ['peer01'], {'node': 'node04', 'run': RUN}, ttl=600, wait=0, grow=True)[0] is None
+    assert lease.release(folder, 'node01', {'node': 'node03', 'run': RUN})
+    lease.mark_lost(folder, 'node01', RUN, 'node03', 'ib_send_bw', 'gone')
+    assert lease.acquire(folder, ['peer01'], {'node': 'node04', 'run': RUN}, ttl=600, wait=0, grow=True)[0] is None
+    # Another run has promoted nobody.
+    assert lease.promoted(folder, '20261202T000000Z') == [] and lease.pool(folder, ['peer01'], {'node': 'n', 'run': '20261202T000000Z'}, True) == ['peer01']
+
+
+def test_a_promotion_needs_names_that_can_name_files(tmp_path):
+    for run, node in (('../x', 'node01'), (RUN, '../node01'), (RUN, '')):
+        try:
+            lease.promote(str(tmp_path), run, node, 'peer01')
+        except lease.LeaseError as exc:
+            assert 'name' in str(exc)
+        else:
+            raise AssertionError('promote accepted %r %r' % (run, node))

@@ -36,6 +36,9 @@ def test_healthy_peers_answered_with_a_live_port():
                {'item': 'peer05', 'skipped': True},
                {'item': 'peer06', 'live_ports': [{'device': 'mlx5_1'}]}]
     assert peer_policy.healthy_peers(results) == ['peer02', 'peer06']
+    # One check per peer serves every node: each keeps its own order of preference (and only its own candidates).
+    assert peer_policy.healthy_peers(results, ['peer06', 'peer01', 'peer02']) == ['peer06', 'peer02']
+    assert peer_policy.healthy_peers(results, ['peer03']) == [] and peer_policy.healthy_peers(results, []) == []
 
 
 def test_a_throughput_reject_is_retested_once_on_an_untried_healthy_peer():
@@ -149,3 +152,16 @@ def test_a_task_on_the_node_or_a_failed_one_is_not_the_peer_going_away():
         peer_policy.lost_peer('', [])
     with pytest.raises(peer_policy.PeerPolicyError, match=r'\[result, on_peer, step\]'):
         peer_policy.lost_peer('peer01', [[UNREACHABLE, True]])
+
+
+def test_only_an_accepted_node_with_every_test_healthy_and_no_doubt_about_its_peer_is_promotable():
+    healthy = {'node': 'gpu-01', 'bucket': 'A', 'peer': 'peer01',
+               'tests': [{'metric': 'ib_send_bw_gbs', 'status': 'healthy'}, {'metric': 'nccl_socket_note', 'status': 'info'}],
+               'findings': [{'check': 'pcie_link', 'status': 'healthy'}]}
+    assert peer_policy.promotable(healthy) is True
+    assert peer_policy.promotable(dict(healthy, lost_peers=[{'peer': 'peer02'}])) is True   # measured on the next peer
+    marginal = dict(healthy, tests=healthy['tests'] + [{'metric': 'ib_send_lat_us', 'status': 'marginal'}])
+    for refused in (dict(healthy, bucket='B'), marginal, dict(healthy, findings=[{'check': 'governor', 'status': 'marginal'}]),
+                    dict(healthy, tests=[]), dict(healthy, retested_against='peer02'), dict(healthy, suspect_peer={'peer': 'peer01'}),
+                    dict(healthy, tests=['not a test']), None, 'A'):
+        assert peer_policy.promotable(refused) is False, refused

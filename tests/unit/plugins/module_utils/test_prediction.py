@@ -62,7 +62,23 @@ def test_a_pinned_node_waits_for_its_own_peer_and_a_blocked_node_takes_none():
     run = prediction.predict_run(entries, ['peer01', 'peer02'], COSTS)
     assert run['nodes']['node02']['peer'] == 'peer01' and run['nodes']['node02']['start_s'] == 50.0
     assert run['nodes']['node03'] == {'peer': None, 'peers': [], 'peer_s': 0.0, 'local_s': 0.0, 'start_s': None, 'end_s': 0.0}
-    assert run['rounds'] == 1
+    # Two nodes one after the other on peer01 (peer02 stays idle): two rounds, not the ceil(2 / 2) of an even spread.
+    assert run['rounds'] == 2 and run['nodes']['node02']['round'] == 2
+
+
+def test_with_promotion_the_pool_grows_from_each_node_that_finishes_and_the_rounds_fall_to_about_log2():
+    costs = dict(COSTS, node_fixed_s=0.0, run_fixed_s=0.0)
+    entries = [dict(e, local_s=0.0) for e in nodes(8)]
+    plain = prediction.predict_run(entries, ['peer01'], costs)
+    assert plain['rounds'] == 8 and plain['tests_s'] == 8 * 50.0
+    grown = prediction.predict_run([dict(e, grow=True) for e in entries], ['peer01'], costs)
+    # 1 node after round 1, 2 after round 2, 4 after round 3, all 8 after round 4 (log2(8) + 1 rounds).
+    assert grown['rounds'] == 4 and grown['tests_s'] == 4 * 50.0, grown
+    assert grown['nodes']['node02']['peer'] == 'peer01' and grown['nodes']['node03']['peer'] == 'node01'
+    assert grown['nodes']['node03']['start_s'] == 50.0 and grown['nodes']['node03']['round'] == 2
+    # A pinned node (no grow) keeps its peer while the others grow the pool.
+    mixed = prediction.predict_run([dict(e, grow=e['node'] != 'node08') for e in entries], ['peer01'], costs)
+    assert mixed['nodes']['node08']['peer'] == 'peer01'
 
 
 def test_hostvars_become_a_prediction_and_bad_costs_an_error():

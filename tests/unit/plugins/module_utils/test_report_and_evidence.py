@@ -161,3 +161,24 @@ def test_a_peer_that_went_away_is_named_with_the_node_on_it_and_the_peer_that_me
     assert ('peer peer01 went away mid-run and left the pool: gpu-02 was on it (%s), then measured on peer02; '
             'gpu-03 was on it (gone), then not measured' % detail) in table
     assert '- peer gone: %s (it left the pool; the node was rescheduled)' % detail in report.node_markdown(rescheduled)
+
+
+def test_the_chain_names_who_validated_whom_from_each_known_good_peer():
+    def node(name, peer, promoted=False, bucket='A'):
+        return {'node': name, 'peer': peer, 'tier': '400G', 'bucket': bucket, 'findings': [], 'causes': [], 'counts': {'healthy': 1},
+                'tests': [{'id': 'x', 'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'status': 'healthy', 'peer': peer}],
+                'promoted': promoted}
+    nodes = {'gpu-01': node('gpu-01', 'peer01', True), 'gpu-02': node('gpu-02', 'peer01', True), 'gpu-03': node('gpu-03', 'gpu-01', True),
+             'gpu-04': node('gpu-04', 'gpu-03'), 'gpu-05': node('gpu-05', 'peer02'),
+             'gpu-06': dict(node('gpu-06', 'peer01', bucket='B'), tests=[])}   # never measured: not in the chain
+    assert report.validation_chain(nodes) == {'peer01': ['gpu-01', 'gpu-02'], 'gpu-01': ['gpu-03'], 'gpu-03': ['gpu-04'], 'peer02': ['gpu-05']}
+    promoted = report.promoted_nodes(nodes)
+    assert promoted == {'gpu-01': {'validated_by': 'peer01', 'validated': ['gpu-03']}, 'gpu-02': {'validated_by': 'peer01', 'validated': []},
+                        'gpu-03': {'validated_by': 'gpu-01', 'validated': ['gpu-04']}}
+    table = report.summary_table(nodes)
+    assert 'chain from peer01: peer01 validated gpu-01, gpu-02; gpu-01 validated gpu-03; gpu-03 validated gpu-04\n' in table
+    assert 'chain from peer02: peer02 validated gpu-05\n' in table
+    assert '- promoted: accepted with every test healthy' in report.node_markdown(nodes['gpu-01'])
+    # Without promotion no chain line: the table's peer column says it all.
+    plain = dict((name, dict(entry, promoted=False)) for name, entry in nodes.items())
+    assert 'chain from' not in report.summary_table(plain)

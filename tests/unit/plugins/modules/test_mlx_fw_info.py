@@ -30,8 +30,11 @@ def test_default_devices_from_sysfs_with_mft(tmp_path):
     for bdf in ('0000:af:00.0', '0000:af:00.1'):
         calls += [Call(T + ['/usr/bin/flint', '-d', bdf, 'q'], out=FLINT), Call(T + ['/usr/bin/mlxconfig', '-d', bdf, 'q'], out=MLXCONFIG),
                   Call(T + ['/usr/bin/mlxlink', '-d', bdf, '-m', '-c', '-e'], out=MLXLINK_HEALTHY)]
-    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls)
+    # The two devices are queried side by side: their calls interleave, each device's in turn (flint, mlxconfig, mlxlink).
+    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls, any_order=True)
     assert not failed, result
+    for bdf in ('0000:af:00.0', '0000:af:00.1'):
+        assert [argv[3] for argv in result['_ran'] if bdf in argv] == ['/usr/bin/flint', '/usr/bin/mlxconfig', '/usr/bin/mlxlink']
     dev = result['devices']['0000:af:00.0']
     assert dev['tool'] == 'mft' and dev['tools'] == {'firmware': 'flint', 'config': 'mlxconfig', 'link': 'mlxlink'}
     link = dev['link']
@@ -119,3 +122,16 @@ def test_check_mode_still_queries():
              Call(T + ['/usr/bin/mlxconfig', '-d', 'mlx5_0', 'q'], out=MLXCONFIG)]
     result, failed = run_module(mlx_fw_info.main, {'devices': ['mlx5_0'], 'link_info': False}, calls=calls, check_mode=True)
     assert not failed and len(result['_ran']) == 2
+
+
+def test_devices_are_queried_side_by_side_and_the_first_failure_in_their_order_is_reported(tmp_path):
+    slow = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.0', 'q'], rc=3, err='-E- Cannot open device\n', seconds=0.3)]
+    fine = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.1', 'q'], out=FLINT, seconds=0.1),
+            Call(T + ['/usr/bin/mlxconfig', '-d', '0000:af:00.1', 'q'], out=MLXCONFIG, seconds=0.1),
+            Call(T + ['/usr/bin/mlxlink', '-d', '0000:af:00.1', '-m', '-c', '-e'], out=MLXLINK_HEALTHY)]
+    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=slow + fine, any_order=True)
+    assert failed and '/usr/bin/flint -d 0000:af:00.0 q' in result['msg'] and 'Cannot open device' in result['msg'], result['msg']
+    # The failed device stops its own calls; the other ran while the first was still in flint.
+    assert [argv for argv in result['_ran'] if '0000:af:00.0' in argv] == [slow[0].argv]
+    spans = dict((argv[3] + ' ' + argv[5], (start, end)) for argv, start, end in result['_spans'])
+    assert spans['/usr/bin/flint 0000:af:00.1'][0] < spans['/usr/bin/flint 0000:af:00.0'][1]

@@ -30,7 +30,7 @@ def base_calls(dev):
 
 def test_discovers_rdma_netdevs(tmp_path):
     result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path)},
-                                calls=base_calls('ens3np0') + base_calls('ens4np0'))
+                                calls=base_calls('ens3np0') + base_calls('ens4np0'), any_order=True)
     assert not failed, result
     assert result['netdevs'] == ['ens3np0', 'ens4np0']
     nic = result['nics']['ens3np0']
@@ -44,7 +44,7 @@ def test_discovers_rdma_netdevs(tmp_path):
 
 def test_an_unreadable_or_garbage_mtu_is_null_with_the_reason(tmp_path):
     root = sysfs(tmp_path, mtus=(('ens3np0', 'jumbo'),))
-    result, failed = run_module(nic_info.main, {'sysfs_root': root}, calls=base_calls('ens3np0') + base_calls('ens4np0'))
+    result, failed = run_module(nic_info.main, {'sysfs_root': root}, calls=base_calls('ens3np0') + base_calls('ens4np0'), any_order=True)
     assert not failed, result
     first, second = result['nics']['ens3np0'], result['nics']['ens4np0']
     assert first['mtu'] is None and "holds 'jumbo', not an MTU" in first['errors']['mtu']
@@ -67,7 +67,8 @@ def test_counters_features_and_include(tmp_path):
 def test_a_counters_only_snapshot_runs_one_ethtool_per_netdev(tmp_path):
     stats = fixtures.local('ethtool/ethtool_S_veth.txt')
     calls = [Call(T + ['-S', 'ens3np0'], out=stats), Call(T + ['-S', 'ens4np0'], out=stats)]
-    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'settings': False, 'counters': True}, calls=calls)
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'settings': False, 'counters': True}, calls=calls,
+                                any_order=True)
     assert not failed, result
     assert sorted(result['nics']['ens3np0']) == ['counters', 'errors', 'rdma_device', 'timestamp']
 
@@ -125,10 +126,31 @@ def test_bad_netdev_names_are_refused(name):
 
 def test_check_mode_still_reads(tmp_path):
     result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'include': []},
-                                calls=base_calls('ens3np0') + base_calls('ens4np0'), check_mode=True)
+                                calls=base_calls('ens3np0') + base_calls('ens4np0'), check_mode=True, any_order=True)
     assert not failed and len(result['_ran']) == 10
 
 
 def test_no_rdma_devices_gives_empty(tmp_path):
     result, failed = run_module(nic_info.main, {'sysfs_root': str(tmp_path)})
     assert not failed and result['nics'] == {} and result['_ran'] == []
+
+
+def test_the_netdevs_are_read_side_by_side_each_netdevs_calls_in_turn(tmp_path):
+    calls = [Call(c.argv, out=c.out, seconds=0.2) for c in base_calls('ens3np0') + base_calls('ens4np0')]
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls, any_order=True)
+    assert not failed and sorted(result['nics']) == ['ens3np0', 'ens4np0']
+    spans = result['_spans']
+    for dev in ('ens3np0', 'ens4np0'):
+        own = [(start, end) for argv, start, end in spans if argv[-1] == dev]
+        assert [argv[4:] for argv, _s, _e in spans if argv[-1] == dev][0] == [dev]   # link settings first
+        assert all(later[0] >= earlier[1] for earlier, later in zip(own, own[1:])), own  # one call after the other
+    first = dict((dev, min(start for argv, start, _e in spans if argv[-1] == dev)) for dev in ('ens3np0', 'ens4np0'))
+    last = dict((dev, max(end for argv, _s, end in spans if argv[-1] == dev)) for dev in ('ens3np0', 'ens4np0'))
+    assert first['ens4np0'] < last['ens3np0'] and first['ens3np0'] < last['ens4np0'], spans   # at the same time
+
+
+def test_the_first_failure_in_the_netdevs_order_is_reported_and_a_failed_netdev_stops_its_own_calls(tmp_path):
+    calls = [Call(T + ['ens3np0'], rc=1, err='netlink error: No such device\n', seconds=0.3)] + base_calls('ens4np0')
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls, any_order=True)
+    assert failed and '/usr/bin/ethtool ens3np0' in result['msg'] and 'No such device' in result['msg']
+    assert [argv for argv in result['_ran'] if argv[-1] == 'ens3np0'] == [T + ['ens3np0']]

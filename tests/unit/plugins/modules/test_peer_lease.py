@@ -77,3 +77,18 @@ def test_a_lost_record_refuses_a_detail_with_newlines(tmp_path):
     result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='lost', peers=['peer01'], detail='a\nb'))
     assert failed and result['error_class'] == 'invalid_options' and 'detail' in result['msg']
     assert not os.path.exists(str(tmp_path / 'leases' / 'lost'))
+
+
+def test_a_promoted_node_serves_the_nodes_that_grow_the_pool_and_says_so(tmp_path):
+    busy = [run_module(peer_lease.main, args(tmp_path, node, peers=['peer01'])) for node in ('node02',)]
+    assert not busy[0][1] and busy[0][0]['peer'] == 'peer01'
+    check, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='promoted', peers=['peer01'], _ansible_check_mode=True))
+    assert not failed and not check['changed'] and check['promoted'] == []
+    promoted, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='promoted', peers=['peer01']))
+    assert not failed and promoted['changed'] and [(r['node'], r['validated_by']) for r in promoted['promoted']] == [('node01', 'peer01')]
+    plain, failed = run_module(peer_lease.main, args(tmp_path, 'node03', peers=['peer01'], wait=0))
+    assert failed and plain['error_class'] == 'peer_busy'   # without grow the pool is the known-good peers alone
+    grown, failed = run_module(peer_lease.main, args(tmp_path, 'node03', peers=['peer01'], wait=0, grow=True))
+    assert not failed and grown['peer'] == 'node01' and grown['promoted_peer'] is True
+    again, failed = run_module(peer_lease.main, args(tmp_path, 'node04', peers=['peer01'], wait=0, grow=True))
+    assert failed and again['error_class'] == 'peer_busy' and 'node04' in again['msg']
