@@ -19,8 +19,9 @@ description:
   - A section the driver does not support (C(Operation not supported)) is returned as null with the error text
     under C(errors); it does not fail the module. Any other failure of ethtool does, naming host, command and rc.
   - Two runs with O(counters=true) give rates through the P(gpufleet.netval.counter_deltas#filter) filter.
-  - The netdevs are read side by side (up to eight at once, each netdev's calls in turn), so a node with eight NICs takes about
-    one NIC's time; the first failure, in the netdevs' order, is the one reported.
+  - The settings of the netdevs are read side by side (up to eight at once, each netdev's calls in turn), so a node with eight
+    NICs takes about one NIC's time; the first failure, in the netdevs' order, is the one reported. The counters are read
+    after them, one netdev after the other in the same order, so that two snapshots give true rates.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -180,22 +181,32 @@ def read_mtu(sysfs_root, netdev):
     return int(raw), None
 
 
+def read_section(runner, netdev, option, parser, timeout):
+    """(result, started, parsed, parse_error) of one ethtool call (started: when the call began, the counters' timestamp)."""
+    started = time.time()
+    result = runner.run('ethtool', ([option] if option else []) + [netdev], timeout=timeout, check=False)
+    parsed, parse_error = None, None
+    if not result.timed_out and result.rc == 0:
+        try:
+            parsed = parser(result.stdout)
+        except ParseError as exc:
+            parse_error = exc
+    return result, started, parsed, parse_error
+
+
+def stops(call):
+    """Whether a read_section result fails the module (so the netdev's later calls need not run)."""
+    result, _started, _parsed, parse_error = call
+    return result.timed_out or parse_error is not None or (result.rc != 0 and not unsupported(result))
+
+
 def read_netdev(runner, netdev, sections, timeout):
-    """[(result, started, parsed, parse_error)] of every section's ethtool call for one netdev, in turn, up to the first
-    that fails the module (started: when the call began, the counters' timestamp).  Never fails the module itself: the
-    caller judges the results, in the netdevs' order."""
+    """[read_section results] of the sections' ethtool calls for one netdev, in turn, up to the first that fails the
+    module.  Never fails the module itself: the caller judges the results, in the netdevs' order."""
     results = []
     for _section, option, parser in sections:
-        started = time.time()
-        result = runner.run('ethtool', ([option] if option else []) + [netdev], timeout=timeout, check=False)
-        parsed, parse_error = None, None
-        if not result.timed_out and result.rc == 0:
-            try:
-                parsed = parser(result.stdout)
-            except ParseError as exc:
-                parse_error = exc
-        results.append((result, started, parsed, parse_error))
-        if result.timed_out or parse_error is not None or (result.rc != 0 and not unsupported(result)):
+        results.append(read_section(runner, netdev, option, parser, timeout))
+        if stops(results[-1]):
             break   # this fails the module (main): the netdev's other calls would only add their time
     return results
 
@@ -246,11 +257,19 @@ def main():
     runner.find('ethtool')
     if params['timeout']:
         runner.find('timeout')
-    # The netdevs are read side by side (each its ethtool calls in turn): on a node with eight NICs that is one NIC's
+    # The settings are read side by side (each netdev's calls in turn): on a node with eight NICs that is one NIC's
     # time instead of eight; the results are then judged in the netdevs' order, so the first failure is the same one.
+    settings = [entry for entry in sections if entry[0] != 'counters']
+    counters = [entry for entry in sections if entry[0] == 'counters']
     workers = max(1, min(MAX_PARALLEL_NETDEVS, len(netdevs)))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        calls = list(pool.map(lambda netdev: read_netdev(runner, netdev, sections, params['timeout']), netdevs))
+        calls = list(pool.map(lambda netdev: read_netdev(runner, netdev, settings, params['timeout']), netdevs))
+    # The counters one netdev after the other, always in the same order: a rate is a delta over two snapshots' timestamps,
+    # and a call that waits its turn among eight at once reads its counters an unknown while after its timestamp.
+    for _section, option, parser in counters:
+        for results, netdev in zip(calls, netdevs):
+            if not (results and stops(results[-1])):
+                results.append(read_section(runner, netdev, option, parser, params['timeout']))
     nics = {}
     for netdev, results in zip(netdevs, calls):
         entry = {'errors': {}}

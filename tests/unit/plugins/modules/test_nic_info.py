@@ -67,8 +67,8 @@ def test_counters_features_and_include(tmp_path):
 def test_a_counters_only_snapshot_runs_one_ethtool_per_netdev(tmp_path):
     stats = fixtures.local('ethtool/ethtool_S_veth.txt')
     calls = [Call(T + ['-S', 'ens3np0'], out=stats), Call(T + ['-S', 'ens4np0'], out=stats)]
-    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'settings': False, 'counters': True}, calls=calls,
-                                any_order=True)
+    # In order: the counters are read one netdev after the other (rates are deltas over the snapshots' timestamps).
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'settings': False, 'counters': True}, calls=calls)
     assert not failed, result
     assert sorted(result['nics']['ens3np0']) == ['counters', 'errors', 'rdma_device', 'timestamp']
 
@@ -154,3 +154,20 @@ def test_the_first_failure_in_the_netdevs_order_is_reported_and_a_failed_netdev_
     result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls, any_order=True)
     assert failed and '/usr/bin/ethtool ens3np0' in result['msg'] and 'No such device' in result['msg']
     assert [argv for argv in result['_ran'] if argv[-1] == 'ens3np0'] == [T + ['ens3np0']]
+
+
+def test_the_counters_are_read_one_netdev_after_the_other_in_order_after_the_settings(tmp_path):
+    stats = 'NIC statistics:\n     rx_pause_ctrl_phy: 10\n'   # synthetic
+    calls = [Call(c.argv, out=c.out, seconds=0.1) for c in base_calls('ens3np0') + base_calls('ens4np0')]
+    calls += [Call(T + ['-S', dev], out=stats, seconds=0.1) for dev in ('ens3np0', 'ens4np0')]
+    result, failed = run_module(nic_info.main, {'sysfs_root': sysfs(tmp_path), 'counters': True}, calls=calls, any_order=True)
+    assert not failed, result
+    reads = [(argv[-1], start, end) for argv, start, end in result['_spans'] if '-S' in argv]
+    # Rates come from two snapshots' timestamps: each netdev's counters read on its own, in the same order every time.
+    assert [dev for dev, _s, _e in sorted(reads, key=lambda r: r[1])] == ['ens3np0', 'ens4np0']
+    assert reads[1][1] >= reads[0][2] if reads[0][0] == 'ens3np0' else reads[0][1] >= reads[1][2]
+    settings_end = max(end for argv, _s, end in result['_spans'] if '-S' not in argv)
+    assert min(start for _d, start, _e in reads) >= settings_end
+    for dev in ('ens3np0', 'ens4np0'):
+        entry = result['nics'][dev]
+        assert entry['counters']['counters']['rx_pause_ctrl_phy'] == 10 and entry['timestamp'] <= min(s for d, s, _e in reads if d == dev) + 0.05
