@@ -87,7 +87,7 @@ def parse_proc_modules(text):
             used_by = [entry for entry in parts[3].split(',') if entry]
         modules[parts[0]] = {
             'size': int(parts[1]),
-            'refcount': int(parts[2]) if parts[2].lstrip('-').isdecimal() else None,
+            'refcount': int(parts[2]) if re.fullmatch(r'-?[0-9]+', parts[2]) else None,
             'used_by': used_by,
             'state': parts[4] if len(parts) > 4 else None,
         }
@@ -105,7 +105,8 @@ def parse_lsmod(text):
     modules = {}
     for number, line in enumerate(lines[1:], 2):
         parts = line.split()
-        if len(parts) < 3 or not parts[1].isdecimal() or not parts[2].lstrip('-').isdecimal():
+        # One optional minus sign on the refcount (lsmod prints -1 for a module being loaded), ASCII digits only.
+        if len(parts) < 3 or not re.fullmatch(r'[0-9]+', parts[1]) or not re.fullmatch(r'-?[0-9]+', parts[2]):
             raise ParseError('lsmod', 'line %d is not "name size refcount [users]"' % number, line)
         used_by = [entry for entry in parts[3].split(',') if entry] if len(parts) > 3 else []
         modules[parts[0]] = {'size': int(parts[1]), 'refcount': int(parts[2]), 'used_by': used_by}

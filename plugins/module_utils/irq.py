@@ -138,6 +138,6 @@ def read_pci_numa(bdf, sysfs_root='/sys'):
     node = _read(os.path.join(base, 'numa_node'))
     cpulist = _read(os.path.join(base, 'local_cpulist'))
     numa = None
-    if node is not None and node.strip().lstrip('-').isdecimal() and int(node.strip()) >= 0:
+    if node is not None and re.fullmatch(r'-?[0-9]+', node.strip()) and int(node.strip()) >= 0:
         numa = int(node.strip())
     return {'numa_node': numa, 'local_cpulist': cpulist.strip() if cpulist is not None else None}

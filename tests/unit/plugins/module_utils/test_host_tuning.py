@@ -68,6 +68,16 @@ def test_lsmod_without_header_is_an_error():
         host_tuning.parse_lsmod('mlx5_core 2101248 1 mlx5_ib\n')
 
 
+@pytest.mark.parametrize('refcount', ['--1', '1-', '-', '\u0663', '1.0'])
+def test_lsmod_refuses_a_refcount_that_is_no_integer(refcount):
+    # synthetic: the hypothesis test once drew '--1', which the old check let through to int()
+    with pytest.raises(ParseError):
+        host_tuning.parse_lsmod('Module                  Size  Used by\nmlx5_core            1331200  %s mlx5_ib\n' % refcount)
+    # /proc/modules keeps the module and leaves the refcount it cannot read out
+    parsed = host_tuning.parse_proc_modules('mlx5_core 1331200 %s mlx5_ib, Live 0x0000000000000000\n' % refcount)
+    assert parsed['modules']['mlx5_core']['refcount'] is None
+
+
 @pytest.mark.parametrize('text,cpus', [('0-3,8,10-11\n', [0, 1, 2, 3, 8, 10, 11]), ('5', [5]), ('', [])])
 def test_cpulist(text, cpus):
     assert host_tuning.parse_cpulist(text)['cpus'] == cpus
