@@ -309,6 +309,18 @@ def merge_ledger(store, host, device, book, seen_at):
     return store
 
 
+def _span(session, window=None):
+    """(start, end) of a ledger session: a session still open at the last read ends at that read; with ``window``
+    (start, end) None for one that starts outside it, the end clipped to it."""
+    start = session['start']
+    end = session['end'] if session['end'] is not None else session['last_seen']
+    if window is not None:
+        if not window[0] <= start <= window[1]:
+            return None
+        end = min(end, window[1])
+    return start, end
+
+
 def session_intervals(store, nodes, peers, fabric_hosts=None, window=None):
     """The peer HCA sessions as task_timeline.peer_overlap_s takes them, [(peer, hca, node, start, end)], and how many
     peer sessions could not be given a node.
@@ -329,12 +341,10 @@ def session_intervals(store, nodes, peers, fabric_hosts=None, window=None):
     for session in sorted(store.values(), key=lambda s: (s['host'], s['device'], s['start'], s['id'])):
         if session['host'] not in peers or session['device'].startswith('rail-'):
             continue
-        start = session['start']
-        end = session['end'] if session['end'] is not None else session['last_seen']
-        if window is not None:
-            if not window[0] <= start <= window[1]:
-                continue
-            end = min(end, window[1])
+        span = _span(session, window)
+        if span is None:
+            continue
+        start, end = span
         node = owner.get(session['id'])
         if node is None:
             match = _CLIENT_LABEL.search(session['label'])
@@ -366,12 +376,10 @@ def promoted_intervals(store, nodes, window=None):
         host = session['host']
         if host not in nodes or session['device'].startswith('rail-'):
             continue
-        start = session['start']
-        end = session['end'] if session['end'] is not None else session['last_seen']
-        if window is not None:
-            if not window[0] <= start <= window[1]:
-                continue
-            end = min(end, window[1])
+        span = _span(session, window)
+        if span is None:
+            continue
+        start, end = span
         pair = sorted(holders.get(session['id'], set()))
         label = '+'.join(pair) if len(pair) > 1 else host
         intervals.append((host, session['device'], label, start, end))

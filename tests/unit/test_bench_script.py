@@ -333,6 +333,9 @@ def test_a_promoted_nodes_hca_counts_as_a_peers_and_shows_two_measurements_at_on
     early = ledger_store({}, {'node02': {'mlx5_0': [session('b', 3.0, 4.0), session('c', 3.0, 6.0)]}, 'node03': {'mlx5_0': [session('c', 3.0, 6.0)]}})
     assert task_timeline.peer_overlap_s(bench.promoted_intervals(early, ['node02', 'node03'])) == 1.0
     assert bench.promoted_intervals(NO_OVERLAP, ['node01', 'node02', 'node03', 'node04']) == []
+    # a window keeps the sessions that start in it and clips their ends
+    assert sorted(bench.promoted_intervals(store, ['node01', 'node02', 'node03'], window=(2.5, 5.5))) == [
+        ('node02', 'mlx5_0', 'node02', 3.0, 4.0), ('node02', 'mlx5_0', 'node02+node03', 5.0, 5.5), ('node03', 'mlx5_0', 'node02+node03', 5.0, 5.5)]
 
 
 def test_analyse_puts_timeline_ledgers_and_lab_together():
