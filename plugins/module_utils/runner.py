@@ -8,7 +8,8 @@ found with ``get_bin_path``, commands are argument lists (never a shell),
 the locale is pinned to C so parsers see the format they were written for,
 a hard timeout is enforced through coreutils ``timeout``, and every failure
 carries the host, the command line, rc, stdout and stderr, and its class
-(failures.py).  ``run_with_deadline`` runs a command without coreutils: its
+(failures.py).  ``capture`` runs the command and reads every byte of its
+output (not AnsibleModule.run_command: see there).  ``run_with_deadline`` runs a command without coreutils: its
 whole session is stopped at the deadline (the evidence bundle uses it).
 """
 
@@ -101,6 +102,45 @@ class CommandResult(object):
                 'stdout': self.stdout, 'stderr': self.stderr, 'timed_out': self.timed_out}
 
 
+# rc for a command that could not be started at all (the shell's "not found / not executable").
+NOT_STARTED_RC = 127
+
+
+def child_environment(environ_update=None, base=None):
+    """The environment a command runs in: this process's, with ``environ_update`` over it and the module payload's own
+    entries taken out of PYTHONPATH (as AnsibleModule.run_command does), built per call, never by changing os.environ."""
+    env = dict(os.environ if base is None else base)
+    env.update(environ_update or {})
+    if 'PYTHONPATH' in env:
+        kept = [p for p in env['PYTHONPATH'].split(':') if p and not p.endswith('/ansible_modlib.zip') and not p.endswith('/debug_dir')]
+        if kept:
+            env['PYTHONPATH'] = ':'.join(kept)
+        else:
+            del env['PYTHONPATH']
+    return env
+
+
+def capture(argv, environ_update=None, data=None):
+    """(rc, stdout, stderr) of ``argv`` (a list, no shell): everything it wrote on both pipes until it closed them.
+
+    Not AnsibleModule.run_command, for three reasons. Its read loop stops when a 1-second select came back empty and
+    the command has exited meanwhile, so what the command wrote last is lost (ansible/ansible#51393, still in
+    ansible-core 2.18): on a busy machine `ethtool DEV` came back empty with rc 0 and the node was graded on a parse
+    error. It sets the locale in os.environ for the length of the call, which the modules that read devices side by
+    side would race on (a command could start without LC_ALL=C and print another locale's numbers). And it expands ~
+    and $VARS in the arguments; here an argument reaches the command as it is. ``data`` (text) goes to stdin as it is.
+    A command that cannot be started gives rc 127 and the reason as stderr.
+    """
+    stdin = subprocess.PIPE if data is not None else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen([str(a) for a in argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=child_environment(environ_update), close_fds=True)
+    except OSError as exc:
+        return NOT_STARTED_RC, '', '%s: %s' % (argv[0] if argv else '', exc.strerror or exc)
+    out, err = proc.communicate(data.encode('utf-8') if data is not None else None)
+    return proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
+
+
 def run_with_deadline(argv, timeout, grace=2.0):
     """Run ``argv`` in a session of its own and stop that whole session at ``timeout`` seconds.
 
@@ -109,9 +149,8 @@ def run_with_deadline(argv, timeout, grace=2.0):
     signalled only while its leader is unreaped, so its id cannot belong to anyone else.
     Returns a CommandResult whose ``timed_out`` says whether the deadline was hit.
     """
-    env = dict(os.environ)
-    env.update(C_LOCALE)
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=child_environment(C_LOCALE),
                             close_fds=True, start_new_session=True)
     timed_out = False
     try:
@@ -140,8 +179,8 @@ def run_with_deadline(argv, timeout, grace=2.0):
 class ToolRunner(object):
     """Run external tools for an AnsibleModule.
 
-    ``module`` is duck-typed: anything with ``get_bin_path``, ``run_command``
-    and ``fail_json`` works, which keeps this file free of Ansible imports.
+    ``module`` is duck-typed: anything with ``get_bin_path`` and ``fail_json`` works, which keeps this file free of
+    Ansible imports. Commands run through ``capture`` (the seam the unit tests replace).
     """
 
     def __init__(self, module, default_timeout=None):
@@ -182,7 +221,7 @@ class ToolRunner(object):
         if timeout:
             timeout_bin = self.find('timeout')
             run_argv = [timeout_bin, '--kill-after=5', str(int(timeout))] + argv
-        rc, out, err = self.module.run_command(run_argv, check_rc=False, environ_update=dict(C_LOCALE), data=data)
+        rc, out, err = capture(run_argv, environ_update=dict(C_LOCALE), data=data)
         timed_out = bool(timeout) and rc in TIMEOUT_RCS
         result = CommandResult(argv, rc, out, err, timed_out=timed_out)
         if check and (timed_out or rc not in ok_rcs):

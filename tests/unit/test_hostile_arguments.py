@@ -143,7 +143,7 @@ def run_recorded(name, args):
     argvs = []
     hostfiles = []
 
-    def fake_run_command(self, argv, check_rc=False, environ_update=None, data=None, **kwargs):
+    def fake_capture(argv, environ_update=None, data=None):  # pylint: disable=unused-argument
         argvs.append([str(a) for a in argv])
         if '--hostfile' in argv:
             path = argv[argv.index('--hostfile') + 1]
@@ -161,9 +161,9 @@ def run_recorded(name, args):
         return runner.CommandResult(argv, 0, '', '')
 
     set_module_args(args)
-    with mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json, run_command=fake_run_command,
+    with mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
                              get_bin_path=lambda self, arg, required=False, opt_dirs=None: '/usr/bin/%s' % os.path.basename(arg)):
-        with mock.patch.object(background, 'start_server', fake_start_server), \
+        with mock.patch.object(background, 'start_server', fake_start_server), mock.patch.object(runner, 'capture', fake_capture), \
                 mock.patch.object(evidence_bundle, 'run_with_deadline', fake_run_with_deadline):
             try:
                 module.main()

@@ -13,6 +13,8 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.common.text.converters import to_bytes
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import runner
+
 
 class AnsibleExitJson(Exception):
     """Raised in place of exit_json; carries the module result."""
@@ -50,6 +52,10 @@ class Call(object):
         self.seconds = seconds  # how long the command takes (concurrent runs: in any order, see run_module)
 
 
+def _no_run_command(self, argv, *args, **kwargs):  # pylint: disable=unused-argument
+    pytest.fail('module ran %r through AnsibleModule.run_command, not the runner' % (argv,))
+
+
 def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=False, any_order=False):
     """Run a module's ``main`` with ``args``.
 
@@ -62,7 +68,7 @@ def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=
     spans = []
     lock = threading.Lock()
 
-    def fake_run_command(self, argv, check_rc=False, environ_update=None, data=None, **kwargs):
+    def fake_capture(argv, environ_update=None, data=None):  # pylint: disable=unused-argument
         with lock:
             ran.append(list(argv))
             if not expected:
@@ -93,8 +99,10 @@ def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
     set_module_args(args)
+    # Commands go through runner.capture; AnsibleModule.run_command must not be used (it would fail the test).
     with mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
-                             run_command=fake_run_command, get_bin_path=fake_get_bin_path):
+                             run_command=_no_run_command, get_bin_path=fake_get_bin_path), \
+            mock.patch.object(runner, 'capture', fake_capture):
         outcome = None
         try:
             main()
