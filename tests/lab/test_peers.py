@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
 from tests.lab.conftest import LAB_ROOT, bench_script, cli
-from tests.lab.test_validate import node_result, validate
+from tests.lab.test_validate import assert_every_enabled_test_has_its_figures, node_result, validate
 
 pytestmark = pytest.mark.lab
 
@@ -38,7 +38,9 @@ def test_a_degraded_peer_nic_sends_the_node_to_the_other_peer_that_accepts_it_an
     assert 'suspect peer peer01: node01 ib_send_bw_gbs mlx5_0' in (reports / 'latest' / 'summary.txt').read_text()
 
 
-def test_a_peer_that_goes_down_midrun_leaves_the_pool_and_the_node_is_rescheduled_and_validated(lab_session, tmp_path):  # pylint: disable=unused-argument
+def test_a_downed_peer_leaves_the_pool_and_its_node_is_rescheduled_and_measured_in_full(lab_session, tmp_path):  # pylint: disable=unused-argument
+    # The rescheduled node is measured from the start on peer02: a healthy 100G node, so its report must hold every
+    # test of its tier with its figure, per HCA (read, write, GPUDirect), all from peer02.
     cli('up', '--profile', 'healthy-100g', '--nodes', '1', '--peers', '2', check=True)
     cli('fault', 'peer-down-midrun', '--node', 'node01', check=True)  # peer01 stops at node01's first RDMA session
     try:
@@ -60,6 +62,10 @@ def test_a_peer_that_goes_down_midrun_leaves_the_pool_and_the_node_is_reschedule
     peer_tests = [t for t in result['tests'] if t.get('peer')]
     assert peer_tests and all(t['peer'] == 'peer02' for t in peer_tests), sorted(set(t['peer'] for t in peer_tests))
     assert any(t['metric'] == 'ib_send_bw_gbs' and t['status'] == 'healthy' for t in peer_tests)
+    assert result['causes'] == []
+    assert_every_enabled_test_has_its_figures(result, ['mlx5_0', 'mlx5_1'])
+    read = [t for t in result['tests'] if t['metric'] == 'ib_read_bw_gbs']
+    assert all(t['unit'] == 'GB/s' and t['value'] >= 11 and 'MB/sec' in t['as_printed'] for t in read), read
     with open(str(reports / 'latest' / 'summary.json'), encoding='utf-8') as handle:
         summary = json.load(handle)
     assert summary['lost_peers']['peer01'][0]['node'] == 'node01' and summary['lost_peers']['peer01'][0]['then'] == 'peer02'
