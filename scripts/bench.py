@@ -403,6 +403,12 @@ def promoted_in_ledgers(store, nodes):
     return sorted(pairs)
 
 
+def promoted_pairs(*found):
+    """[[a, b]] of new nodes that measured each other, each pair once (its names sorted: which end served depends on the
+    test's direction), from any number of lists of pairs (the timeline's, the ledgers')."""
+    return [list(pair) for pair in sorted(set(tuple(sorted(pair)) for pairs in found for pair in pairs))]
+
+
 # --------------------------------------------------------------------------- pure: the lab layout
 
 def lab_roles(lab):
@@ -578,8 +584,7 @@ def analyse(doc, store, lab):
     figs = figures(doc, int(lab.get('nodes') or len(nodes)), int(lab.get('peers') or len(peers)), intervals, nodes or None)
     figs['peer_sessions'] = len(intervals)
     figs['peer_sessions_unattributed'] = unattributed
-    figs['promoted'] = [list(pair) for pair in promoted_in_timeline(doc, addresses)] + \
-        [list(pair) for pair in promoted_in_ledgers(store, nodes)]
+    figs['promoted'] = promoted_pairs(promoted_in_timeline(doc, addresses), promoted_in_ledgers(store, nodes))
     return figs
 
 

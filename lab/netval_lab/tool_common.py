@@ -5,7 +5,6 @@ Standard library only: this runs under the system python3 on the lab nodes.
 
 import json
 import os
-import socket
 import sys
 
 STATE_ROOT = '/run/netval-lab/nodes'
@@ -28,7 +27,7 @@ def node_dir():
     explicit = os.environ.get('NETVAL_LAB_NODE_DIR')
     if explicit:
         return explicit
-    host = os.environ.get('NETVAL_LAB_NODE') or socket.gethostname()
+    host = os.environ.get('NETVAL_LAB_NODE') or os.uname()[1]
     return os.path.join(STATE_ROOT, host)
 
 

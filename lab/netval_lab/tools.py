@@ -10,23 +10,34 @@ real captured outputs; the numbers come from the state.  Standard library
 only: this runs under the system python3 on the lab nodes.
 """
 
+import importlib
 import os
 import sys
 
 from netval_lab.tool_common import ToolExit, load_state
-from netval_lab.tools_rdma import tool_ibdev2netdev, tool_ibstat, tool_ibstatus, tool_show_gids
-from netval_lab.tools_pci import tool_flint, tool_lspci, tool_mlxconfig, tool_mlxlink, tool_mstconfig, tool_mstflint, tool_mstlink
-from netval_lab.tools_gpu import tool_dcgmi, tool_nvidia_smi
-from netval_lab.tools_perftest import PERFTEST_TITLES, tool_perftest
-from netval_lab.tools_nccl import BUSBW_FACTORS, tool_mpirun, tool_nccl_perf
-from netval_lab.tools_host import tool_dmesg, tool_ethtool, tool_journalctl
+
+# Each tool's family module and function. A tool imports its own family only: the lab runs several hundred tool calls
+# per node, and importing every family (json, random, uuid, subprocess, ipaddress ...) on each cost about 25 ms of CPU.
+PERFTESTS = ('ib_write_bw', 'ib_read_bw', 'ib_send_bw', 'ib_write_lat', 'ib_read_lat', 'ib_send_lat')
+NCCL_BINARIES = ('all_reduce_perf', 'all_gather_perf', 'reduce_scatter_perf', 'alltoall_perf', 'broadcast_perf',
+                 'reduce_perf', 'sendrecv_perf')
+TOOLS = {
+    'ibstat': ('tools_rdma', 'tool_ibstat'), 'ibstatus': ('tools_rdma', 'tool_ibstatus'),
+    'show_gids': ('tools_rdma', 'tool_show_gids'), 'ibdev2netdev': ('tools_rdma', 'tool_ibdev2netdev'),
+    'lspci': ('tools_pci', 'tool_lspci'), 'mlxconfig': ('tools_pci', 'tool_mlxconfig'),
+    'mstconfig': ('tools_pci', 'tool_mstconfig'), 'flint': ('tools_pci', 'tool_flint'),
+    'mstflint': ('tools_pci', 'tool_mstflint'), 'mlxlink': ('tools_pci', 'tool_mlxlink'),
+    'mstlink': ('tools_pci', 'tool_mstlink'), 'nvidia-smi': ('tools_gpu', 'tool_nvidia_smi'),
+    'dcgmi': ('tools_gpu', 'tool_dcgmi'), 'mpirun': ('tools_nccl', 'tool_mpirun'),
+    'dmesg': ('tools_host', 'tool_dmesg'), 'journalctl': ('tools_host', 'tool_journalctl'),
+}
+
+
+def _tool(module, function):
+    return getattr(importlib.import_module('netval_lab.' + module), function)
 
 
 # ============================================================================ main
-
-PERFTESTS = tuple(PERFTEST_TITLES)
-NCCL_BINARIES = tuple(BUSBW_FACTORS)
-
 
 def dispatch(tool, args):
     if tool == 'ethtool':
@@ -34,20 +45,14 @@ def dispatch(tool, args):
             state = load_state()
         except ToolExit:
             os.execv('/usr/sbin/ethtool', ['ethtool'] + list(args))
-        return tool_ethtool(state, args)
+        return _tool('tools_host', 'tool_ethtool')(state, args)
     state = load_state()
-    simple = {
-        'ibstat': tool_ibstat, 'ibstatus': tool_ibstatus, 'show_gids': tool_show_gids, 'ibdev2netdev': tool_ibdev2netdev,
-        'lspci': tool_lspci, 'mlxconfig': tool_mlxconfig, 'mstconfig': tool_mstconfig, 'flint': tool_flint,
-        'mstflint': tool_mstflint, 'mlxlink': tool_mlxlink, 'mstlink': tool_mstlink, 'nvidia-smi': tool_nvidia_smi,
-        'dcgmi': tool_dcgmi, 'mpirun': tool_mpirun, 'dmesg': tool_dmesg, 'journalctl': tool_journalctl,
-    }
-    if tool in simple:
-        return simple[tool](state, args)
+    if tool in TOOLS:
+        return _tool(*TOOLS[tool])(state, args)
     if tool in PERFTESTS:
-        return tool_perftest(state, tool, args)
+        return _tool('tools_perftest', 'tool_perftest')(state, tool, args)
     if tool in NCCL_BINARIES:
-        return tool_nccl_perf(state, tool, args)
+        return _tool('tools_nccl', 'tool_nccl_perf')(state, tool, args)
     sys.stderr.write('netval lab: unknown emulated tool %r\n' % tool)
     return 127
 

@@ -19,6 +19,9 @@ description:
     dashboard or an AWX job's artifact.
   - Prints nothing for a playbook that makes no prediction (drift.yml, evidence.yml); it never breaks the playbook, an
     error of its own is a warning.
+  - When the playbook starts it imports the collection's filters in the controller's main process, so the worker Ansible
+    forks for every task inherits them instead of compiling them again (the C(gpufleet.netval.task_timeline) callback does
+    the same).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 requirements:
@@ -53,6 +56,7 @@ from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import progress
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import warm_up
 
 # A failing hook is a warning, never a broken playbook.
 _soft = soft('gpufleet.netval.progress')
@@ -75,6 +79,7 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_start(self, playbook):
         if self._started is None:
             self._started = time.time()
+        warm_up()
 
     @_soft
     def v2_runner_on_start(self, host, task):

@@ -28,6 +28,8 @@ description:
   - C(delegated_to) lists the C(ansible_host) of every host the task or its items were delegated to, as ansible's
     default callback shows it (callbacks are given the delegated host's address, not its inventory name); it is empty
     when the task was not delegated or the delegated host has no C(ansible_host).
+  - When the playbook starts it imports the collection's filters in the controller's main process, as
+    C(gpufleet.netval.progress) does, so the task workers inherit them instead of compiling them again.
   - Also records the run's playbook files, its start (first playbook start) and end (the final stats), and the
     controller's peak resident memory in MiB, C(peak_rss_mib) with C(self) (C(ru_maxrss) of RUSAGE_SELF, the
     ansible-playbook main process), C(children) (C(ru_maxrss) of RUSAGE_CHILDREN, the largest single finished and
@@ -90,6 +92,7 @@ from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.task_timeline import FORMAT, write_document
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import warm_up
 
 # A failing hook is a warning, never a broken playbook.
 _soft = soft('gpufleet.netval.task_timeline', 'the timeline may be incomplete')
@@ -135,6 +138,7 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_start(self, playbook):
         if self._playbook_start is None:
             self._playbook_start = time.time()
+        warm_up()
         self._playbooks.append(to_text(getattr(playbook, '_file_name', None) or ''))
 
     @_soft

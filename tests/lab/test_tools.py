@@ -292,3 +292,35 @@ def test_a_profile_can_leave_a_tool_uninstalled(tmp_path):
     assert not (node / 'bin' / 'dcgmi').exists() and (node / 'bin' / 'nvidia-smi').exists()
     with pytest.raises(ValueError, match='dcgmx not among the emulated tools'):
         hardware.write_wrappers(str(node / 'bin'), str(node), ['dcgmx'])
+
+
+# ------------------------------------------------------------------ dispatch: a tool imports only its own family
+
+def test_every_wrapped_tool_dispatches_to_a_function_of_its_family():
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(hardware.__file__), '..'))
+    try:
+        from netval_lab import tools, tools_nccl, tools_perftest  # pylint: disable=import-outside-toplevel
+        assert set(tools.PERFTESTS) == set(tools_perftest.PERFTEST_TITLES)
+        assert set(tools.NCCL_BINARIES) == set(tools_nccl.BUSBW_FACTORS)
+        dispatched = set(tools.TOOLS) | set(tools.PERFTESTS) | set(tools.NCCL_BINARIES) | {'ethtool'}
+        assert dispatched == set(hardware.TOOLS)
+        for module, function in tools.TOOLS.values():
+            assert callable(tools._tool(module, function))  # pylint: disable=protected-access
+    finally:
+        sys.path.pop(0)
+
+
+def test_a_tool_call_imports_its_family_only(nodes):
+    probe = ('import sys, runpy; sys.argv = ["tools", "ibstat"]\n'
+             'try:\n    runpy.run_module("netval_lab.tools", run_name="__main__")\n'
+             'except SystemExit:\n    pass\n'
+             'sys.stderr.write(" ".join(sorted(m for m in sys.modules if m.startswith("netval_lab"))))\n')
+    lab_dir = os.path.join(os.path.dirname(hardware.__file__), '..')
+    env = dict(os.environ, PYTHONPATH=lab_dir, NETVAL_LAB_NODE_DIR=str(nodes['healthy-400g']))
+    proc = subprocess.run(['/usr/bin/python3', '-c', probe], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False)
+    assert 'CA type' in proc.stdout or 'CA ' in proc.stdout, proc.stdout + proc.stderr
+    loaded = set(proc.stderr.split())
+    assert 'netval_lab.tools_rdma' in loaded
+    assert not loaded & {'netval_lab.tools_perftest', 'netval_lab.tools_nccl', 'netval_lab.tools_gpu', 'netval_lab.tools_pci'}

@@ -256,6 +256,14 @@ def test_promotion_seen_in_the_timeline_when_a_node_delegates_to_another_new_nod
     assert bench.promoted_in_timeline(promoted, addresses) == [('node02', 'node01')]
 
 
+def test_each_promoted_pair_is_listed_once_whichever_source_and_direction_found_it():
+    # the 16 x 4 PROMOTE=1 run printed node01<->node05 twice and node06<->node03 beside node03<->node06
+    timeline_pairs = [('node01', 'node05'), ('node06', 'node03')]
+    ledger_pairs = [('node01', 'node05'), ('node03', 'node06'), ('node07', 'node11')]
+    assert bench.promoted_pairs(timeline_pairs, ledger_pairs) == [['node01', 'node05'], ['node03', 'node06'], ['node07', 'node11']]
+    assert bench.promoted_pairs([], []) == []
+
+
 # --------------------------------------------------------------------------- the ledgers
 
 def test_lab_roles_of_a_lab_json():
