@@ -99,6 +99,17 @@ def matrix_cells(nodes=MATRIX_NODES, peers=MATRIX_PEERS):
     return [(n, p) for n in nodes for p in peers if p <= n]
 
 
+def node_counts(text):
+    """The fleet sizes of --matrix-nodes: '1,4' -> (1, 4); each at least 1, none twice."""
+    try:
+        counts = tuple(int(part) for part in text.split(','))
+    except ValueError:
+        raise argparse.ArgumentTypeError('expected fleet sizes such as 1,4,16, got %r' % text)
+    if not counts or min(counts) < 1 or len(set(counts)) != len(counts):
+        raise argparse.ArgumentTypeError('expected distinct fleet sizes of at least 1, such as 1,4,16, got %r' % text)
+    return counts
+
+
 def queue_rounds(nodes, peers):
     """ceil(N / P): how many nodes in a row one peer serves when P peers share N nodes (integers, no float rounding)."""
     if nodes < 1 or peers < 1:
@@ -788,6 +799,8 @@ def main(argv=None):
                         help='pass -e netval_local_tests_while_waiting=false: the peer-independent tests run under the lease, as before')
     parser.add_argument('--project', action='store_true', help='project the wall time to 256 and 1,024 nodes')
     parser.add_argument('--no-serial', action='store_true', help='--matrix without the serial loop')
+    parser.add_argument('--matrix-nodes', type=node_counts, default=MATRIX_NODES, metavar='N,N,...',
+                        help='--matrix for these fleet sizes only (default 1,4,16), to run the matrix in parts')
     parser.add_argument('--json-out', metavar='FILE', help='also write the results as JSON to FILE')
     parser.add_argument('--work-dir', metavar='DIR', help='where the runs keep their files (default: a new /tmp/netval-bench-*)')
     parser.add_argument('--lab-root', default=os.environ.get('NETVAL_LAB_ROOT', '/run/netval-lab'), help=argparse.SUPPRESS)
@@ -806,7 +819,7 @@ def main(argv=None):
             os.makedirs(work, exist_ok=True)
             say('bench: work folder %s' % work)
             results = {'mode': 'matrix' if args.matrix else 'single', 'promote': bool(args.promote), 'work_dir': work, 'cells': []}
-            cells = matrix_cells() if args.matrix else [(args.nodes, args.peers)]
+            cells = matrix_cells(nodes=args.matrix_nodes) if args.matrix else [(args.nodes, args.peers)]
             serial = {}
             for nodes, peers in cells:
                 cell = run_cell(args, nodes, peers, work)

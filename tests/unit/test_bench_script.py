@@ -5,6 +5,7 @@ lab CLI and ansible-playbook (nothing here touches /run/netval-lab or the real l
 Every timeline, ledger and lab layout in this file is synthetic: hand-written, shaped like the
 gpufleet.netval.task_timeline callback's document, lab/netval_lab/fabric.py's ledgers and lab.json.
 """
+import argparse
 import importlib.util
 import json
 import math
@@ -588,6 +589,22 @@ def test_matrix_with_the_serial_loop_once_per_node_count(tmp_path):
     assert proc.stdout.count('(median peer hold 1.20 + median handover 0.80 over ') == 3 and proc.stdout.count('fixed_s=2.00') == 3
     assert bench.PROMOTE_NOTE not in lines
     assert json.load(open(str(tmp_path / 'work' / 'bench.json'), encoding='utf-8'))['mode'] == 'matrix'
+
+
+def test_the_matrix_in_parts_runs_only_the_fleet_sizes_asked_for(tmp_path):
+    proc, calls = run_bench(tmp_path, '--matrix', '--matrix-nodes', '1,4')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ups = [call['argv'] for call in calls if call['argv'][:1] == ['-m']]
+    assert [(a[a.index('--nodes') + 1], a[a.index('--peers') + 1]) for a in ups] == [('1', '1'), ('4', '1'), ('4', '2'), ('4', '4')]
+    serial = [call['argv'][call['argv'].index('-l') + 1] for call in calls if '-l' in call['argv']]
+    assert [limit for limit in serial if limit != 'new_nodes'] == ['node01'] + ['node%02d' % i for i in range(1, 5)]
+
+
+@pytest.mark.parametrize('text', ['', '0,4', '4,4', 'a,b'])
+def test_matrix_nodes_must_be_distinct_fleet_sizes(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        bench.node_counts(text)
+    assert bench.node_counts('16,1') == (16, 1)
 
 
 def test_a_failed_lab_up_stops_the_benchmark_with_its_log(tmp_path):
