@@ -369,6 +369,16 @@ def session_intervals(store, nodes, peers, fabric_hosts=None, window=None):
     return intervals, unattributed
 
 
+def session_holders(store, nodes):
+    """{session id: the new nodes whose HCA ledgers hold it} (rails left out): two holders measured each other."""
+    nodes = set(nodes)
+    holders = {}
+    for session in store.values():
+        if session['host'] in nodes and not session['device'].startswith('rail-'):
+            holders.setdefault(session['id'], set()).add(session['host'])
+    return holders
+
+
 def promoted_intervals(store, nodes, window=None):
     """The HCA sessions of new nodes that measured each other (netval_promote_accepted), as session_intervals gives a
     peer's: [(host, hca, label, start, end)] for every host with such a session.  ``label`` is what the session belongs
@@ -377,10 +387,7 @@ def promoted_intervals(store, nodes, window=None):
     peer.  So an HCA that carried two measurements at once - a promoted node's own tests beside another node's, or two
     nodes - shows as overlap in task_timeline.peer_overlap_s.  Rails are left out."""
     nodes = set(nodes)
-    holders = {}
-    for session in store.values():
-        if session['host'] in nodes and not session['device'].startswith('rail-'):
-            holders.setdefault(session['id'], set()).add(session['host'])
+    holders = session_holders(store, nodes)
     intervals = []
     paired = set()
     for session in sorted(store.values(), key=lambda s: (s['host'], s['device'], s['start'], s['id'])):
@@ -401,13 +408,8 @@ def promoted_intervals(store, nodes, window=None):
 
 def promoted_in_ledgers(store, nodes):
     """[(node, node)] pairs of new nodes whose ledgers share a session id: two new nodes measured each other."""
-    nodes = set(nodes)
-    holders = {}
-    for session in store.values():
-        if session['host'] in nodes and not session['device'].startswith('rail-'):
-            holders.setdefault(session['id'], set()).add(session['host'])
     pairs = set()
-    for hosts in holders.values():
+    for hosts in session_holders(store, nodes).values():
         if len(hosts) > 1:
             ordered = sorted(hosts)
             pairs.update((a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:])

@@ -106,10 +106,10 @@ class CommandResult(object):
 NOT_STARTED_RC = 127
 
 
-def child_environment(environ_update=None, base=None):
+def child_environment(environ_update=None):
     """The environment a command runs in: this process's, with ``environ_update`` over it and the module payload's own
     entries taken out of PYTHONPATH (as AnsibleModule.run_command does), built per call, never by changing os.environ."""
-    env = dict(os.environ if base is None else base)
+    env = dict(os.environ)
     env.update(environ_update or {})
     if 'PYTHONPATH' in env:
         kept = [p for p in env['PYTHONPATH'].split(':') if p and not p.endswith('/ansible_modlib.zip') and not p.endswith('/debug_dir')]
