@@ -20,9 +20,7 @@ import fcntl
 import json
 import os
 import re
-import subprocess
 import time
-import uuid
 
 # How long finished sessions stay in a ledger (they still count against sessions that overlapped them),
 # and when a session that never closed (its process was killed) stops counting: no lab session runs that long.
@@ -38,6 +36,7 @@ def hca_capacity_bytes(nic, cuda):
 
 
 def _interface_of(address):
+    import subprocess  # only the calls that read ip/tc pay for it: every emulated ethtool imports this module
     try:
         text = subprocess.run(['ip', '-j', '-4', 'addr', 'show'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                               universal_newlines=True, timeout=5, check=False).stdout
@@ -69,6 +68,7 @@ def rail_of(local_address):
 
 def rail_rate_bytes(ifname):
     """Bytes per second a rail is shaped to (its tc root qdisc), None when unshaped or unknown."""
+    import subprocess  # only the calls that read ip/tc pay for it: every emulated ethtool imports this module
     if not ifname:
         return None
     try:
@@ -130,7 +130,7 @@ class Ledger(object):
 
         ``capacity`` (bytes per second) is what the session moves at most: the NIC counters grow by it.
         """
-        self.session = session or uuid.uuid4().hex
+        self.session = session or os.urandom(16).hex()
 
         def add(sessions, now):
             if not any(entry['id'] == self.session for entry in sessions):

@@ -197,6 +197,60 @@ def tar_folder(folder, tarball):
     return sha256_file(tarball)
 
 
+def _member_path(name):
+    """The relative path of a tarball member, refused when it is absolute or climbs out ('..') of the folder."""
+    parts = [part for part in name.split('/') if part not in ('', '.')]
+    if name.startswith('/') or not parts or '..' in parts or '\0' in name:
+        raise EvidenceError('the bundle holds %r, which is not a path inside it' % (name,))
+    return os.path.join(*parts)
+
+
+def unpack_bundle(tarball, folder):
+    """Unpack the fetched bundle ``tarball`` into ``folder`` (the folder it was fetched to) and verify its manifest.
+
+    Only folders and regular files at paths inside ``folder`` are taken; a link, a device or a path that leaves the
+    folder is refused, and so is a file that is already there (nothing is overwritten, never through a symlink).
+    Every file is fsynced.  Returns the manifest's relative paths; raises EvidenceError naming what is wrong, every file
+    whose checksum does not match included.
+    """
+    real_dir(folder)
+    try:
+        archive = tarfile.open(tarball, mode='r:*')
+    except (OSError, tarfile.TarError) as exc:
+        raise EvidenceError('cannot open the bundle %s: %s' % (tarball, exc))
+    with archive:
+        try:
+            members = archive.getmembers()
+        except (OSError, tarfile.TarError, EOFError) as exc:
+            raise EvidenceError('the bundle %s is damaged: %s' % (tarball, exc))
+        for member in members:
+            if not (member.isdir() or member.isreg()):
+                raise EvidenceError('the bundle %s holds %r, which is neither a file nor a folder' % (tarball, member.name))
+            _member_path(member.name)
+        for member in sorted(members, key=lambda m: m.name):
+            path = os.path.join(folder, _member_path(member.name))
+            if member.isdir():
+                os.makedirs(path, 0o755, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+            try:
+                write_new_file(path, archive.extractfile(member).read())
+            except FileExistsError:
+                raise EvidenceError('%s already exists; evidence is never overwritten' % path)
+    for base, _dirs, _files in os.walk(folder, topdown=False):
+        fsync_dir(base)
+    if not os.path.isfile(os.path.join(folder, MANIFEST)):
+        raise EvidenceError('the bundle %s has no %s' % (tarball, MANIFEST))
+    try:
+        bad = verify_manifest(folder)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise EvidenceError('the manifest of %s cannot be read as sha256sum lines: %s' % (folder, exc))
+    if bad:
+        raise EvidenceError('checksums do not match in %s: %s' % (folder, ', '.join(bad)))
+    with open(os.path.join(folder, MANIFEST), 'r') as handle:
+        return [line.rstrip('\n').split('  ', 1)[1] for line in handle if '  ' in line]
+
+
 def replace_file(path, data, mode=0o644):
     """Write ``data`` (text or bytes) to ``path`` atomically, replacing a regular file of that name.
 

@@ -34,6 +34,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import io
+import multiprocessing
 import os
 import re
 import textwrap
@@ -468,6 +469,36 @@ def _chart_svg(node, key, prefix):
     return _drift_chart(node, prefix)
 
 
+# The charts a page draws, for the forked workers of _draw_charts (inherited, never pickled): [(node, key, prefix)].
+_CHART_JOBS = []
+# Below this many charts a pool costs more than it saves.
+_POOL_MIN_CHARTS = 4
+
+
+def _draw_job(index):
+    node, key, prefix = _CHART_JOBS[index]
+    return _chart_svg(node, key, prefix)
+
+
+def _draw_charts(jobs):
+    """The SVG of every (node, key, prefix) in ``jobs``, in order.
+
+    Each chart costs matplotlib about half a second of CPU and the page of a fleet holds three or more per node, so
+    they are drawn side by side in forked workers, one per CPU the process may use (the charts depend only on their
+    node, and the workers inherit the rc settings the caller set).  One CPU, few charts, or no fork: drawn in turn.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    workers = min(cpus, len(jobs))
+    if workers < 2 or len(jobs) < _POOL_MIN_CHARTS or 'fork' not in multiprocessing.get_all_start_methods():
+        return [_chart_svg(*job) for job in jobs]
+    _CHART_JOBS[:] = jobs
+    try:
+        with multiprocessing.get_context('fork').Pool(workers) as pool:
+            return pool.map(_draw_job, range(len(jobs)), chunksize=1)
+    finally:
+        _CHART_JOBS[:] = []
+
+
 # ---------------------------------------------------------------- page
 
 def _e(value):
@@ -645,9 +676,9 @@ def _below_table(node):
     return '\n'.join(out)
 
 
-def _node_section(node, run_dir, index):
+def _node_section(node, run_dir, charts, svgs):
+    """One node's section; ``charts`` are its chart keys, ``svgs`` their drawings in the same order."""
     name = node['node']
-    charts = charts_for(node)
     out = ['<section class="node %s" id="node-%s" data-node="%s" data-bucket="%s" data-charts="%d">' % (
         _e(node.get('bucket')), _e(name), _e(name), _e(node.get('bucket')), len(charts))]
     out.append('<h2>%s <span class="badge %s">%s</span></h2>' % (_e(name), _e(node.get('bucket')),
@@ -664,8 +695,8 @@ def _node_section(node, run_dir, index):
             '<li><code>%s</code> %s</li>' % (_e(c['cause']), _e(c['detail'])) if isinstance(c, dict) else '<li>%s</li>' % _e(c)
             for c in causes))
     out.append(_below_table(node))
-    for number, key in enumerate(charts):
-        out.append('<figure class="chart" data-chart="%s">%s</figure>' % (_e(key), _chart_svg(node, key, 'n%dc%d' % (index, number))))
+    for key, svg in zip(charts, svgs):
+        out.append('<figure class="chart" data-chart="%s">%s</figure>' % (_e(key), svg))
     if not charts:
         out.append('<p class="none">No figure was measured, so there is nothing to chart.</p>')
     out.append('<p class="links">%s</p>' % ''.join('<a href="%s">%s</a>' % (_href(href), _e(label)) for label, href in node_links(node, run_dir)))
@@ -697,8 +728,13 @@ def render_page(nodes, timestamp, run_dir):
                          '<p class="meta">Mean of each node\'s per-HCA figures from that peer, as a fraction of the healthy floor: '
                          'a peer that is low for every node is the suspect, not the nodes.</p>'
                          '<figure class="chart" data-chart="peer_heatmap">%s</figure></section>' % _heatmap_chart(nodes, 'run'))
-        for index, name in enumerate(_ordered(nodes)):
-            parts.append(_node_section(nodes[name], run_dir, index))
+        order = _ordered(nodes)
+        charts = dict((name, charts_for(nodes[name])) for name in order)
+        jobs = [(nodes[name], key, 'n%dc%d' % (index, number)) for index, name in enumerate(order)
+                for number, key in enumerate(charts[name])]
+        svgs = iter(_draw_charts(jobs))
+        for name in order:
+            parts.append(_node_section(nodes[name], run_dir, charts[name], [next(svgs) for _key in charts[name]]))
         parts.append('</main><script>%s</script></body></html>' % _SCRIPT)
     return '\n'.join(parts) + '\n'
 

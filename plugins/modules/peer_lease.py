@@ -29,7 +29,8 @@ description:
   - A lease is a file in O(lease_dir) created atomically (C(O_EXCL)), naming the node, the run and the controller process
     that holds it (pid and start time). A lease past O(ttl) seconds, or whose controller process is gone, is stale and is
     taken over, so a crashed run never blocks a peer.
-  - "Runs on the controller: C(delegate_to: localhost)."
+  - "Runs on the controller: C(delegate_to: localhost). Its action plugin does the work inside the controller's worker
+    process (no module process is started for it); the lease files and the result are the same either way."
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -187,95 +188,18 @@ error_side:
   type: str
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import lease, validate
-from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
-from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease_task
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type='str', default='acquired', choices=['acquired', 'released', 'suspected', 'lost', 'promoted']),
-            peers=dict(type='list', elements='str', required=True),
-            node=dict(type='str', required=True),
-            run=dict(type='str', required=True),
-            lease_dir=dict(type='path', required=True),
-            ttl=dict(type='int', default=3600),
-            wait=dict(type='int', default=86400),
-            suspect_limit=dict(type='int', default=2),
-            figures=dict(type='list', elements='dict', default=[]),
-            step=dict(type='str', default=''),
-            detail=dict(type='str', default=''),
-            grow=dict(type='bool', default=False),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    problems = validate.control_characters(params)
-    problems += validate.problems_of([validate.check_path_component('node', params['node']),
-                                      validate.check_path_component('run', params['run']),
-                                      validate.check_timeout('ttl', params['ttl'], maximum=7 * 86400),
-                                      validate.check_timeout('wait', params['wait'], maximum=7 * 86400, allow_zero=True)]
-                                     + [validate.check_path_component('peers[%d]' % i, p) for i, p in enumerate(params['peers'])])
-    if not params['lease_dir'].startswith('/'):
-        problems.append('lease_dir must be an absolute path, got %r' % params['lease_dir'])
-    if not params['peers']:
-        problems.append('peers must name at least one peer')
-    validate.fail_if_invalid(module, 'peer_lease', problems)
-    holder = {'node': params['node'], 'run': params['run']}
-    peers = params['peers']
-    try:
-        if params['state'] == 'suspected':
-            if module.check_mode:
-                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, suspected_by=[], left_pool=False, **SUCCESS)
-            nodes = lease.suspect(params['lease_dir'], peers[0], params['run'], params['node'], params['figures'])
-            module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False, suspected_by=nodes,
-                             left_pool=bool(params['suspect_limit']) and len(nodes) >= params['suspect_limit'], **SUCCESS)
-        if params['state'] == 'lost':
-            if module.check_mode:
-                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, lost=[], **SUCCESS)
-            record = lease.mark_lost(params['lease_dir'], peers[0], params['run'], params['node'], params['step'], params['detail'])
-            module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False, lost=[record], **SUCCESS)
-        if params['state'] == 'promoted':
-            if module.check_mode:
-                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, promoted=[], **SUCCESS)
-            lease.promote(params['lease_dir'], params['run'], params['node'], peers[0])
-            module.exit_json(changed=True, peer=peers[0], waited_s=0.0, released=False,
-                             promoted=lease.promoted(params['lease_dir'], params['run']), **SUCCESS)
-        if params['state'] == 'released':
-            if module.check_mode:
-                module.exit_json(changed=False, peer=peers[0], waited_s=0.0, released=False, **SUCCESS)
-            removed = lease.release(params['lease_dir'], peers[0], holder)
-            module.exit_json(changed=removed, peer=peers[0], waited_s=0.0, released=removed, **SUCCESS)
-        if module.check_mode:
-            free = [p for p in peers if lease.stale(lease.read(params['lease_dir'], p))] if os.path.isdir(params['lease_dir']) else peers
-            module.exit_json(changed=False, peer=(free or [None])[0], waited_s=0.0, released=False, **SUCCESS)
-        taken, waited = lease.acquire(params['lease_dir'], peers, holder, params['ttl'], params['wait'],
-                                      suspect_limit=params['suspect_limit'], grow=params['grow'])
-        # What left the pool: of the known-good peers and of the nodes promoted meanwhile.
-        peers = lease.pool(params['lease_dir'], peers, holder, params['grow'])
-        out = lease.excluded(params['lease_dir'], peers, params['run'], params['suspect_limit'])
-        gone = lease.lost(params['lease_dir'], peers, params['run'])
-    except lease.LeaseError as exc:
-        module.fail_json(msg='%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), peer=None, waited_s=0.0,
-                         released=False, **failure('lease_error'))
-    left = [{'peer': peer, 'suspected_by': nodes} for peer, nodes in sorted(out.items())]
-    gone_list = [gone[peer] for peer in sorted(gone)]
-    if taken is None and len(set(out) | set(gone)) == len(set(peers)):
-        reasons = ['%s (suspected by %s)' % (e['peer'], ', '.join(e['suspected_by'])) for e in left]
-        reasons += ['%s (went away while %s was tested on it)' % (e['peer'], e.get('node')) for e in gone_list if e['peer'] not in out]
-        module.fail_json(msg='%s: every known-good peer of node %s left the pool this run: %s' % (hostname(), params['node'], '; '.join(reasons)),
-                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, lost=gone_list, **failure('peer_busy'))
-    if taken is None:
-        module.fail_json(msg='%s: no known-good peer of %s became free for node %s within %d s'
-                         % (hostname(), ', '.join(peers), params['node'], params['wait']),
-                         peer=None, waited_s=round(waited, 3), released=False, excluded=left, lost=gone_list, **failure('peer_busy'))
-    module.exit_json(changed=True, peer=taken['peer'], waited_s=round(waited, 3), acquired_at=taken['acquired'], released=False,
-                     excluded=left, lost=gone_list, promoted_peer=taken['peer'] not in params['peers'], **SUCCESS)
+    # The action plugin of the same name runs lease_task in the controller's worker; this runs it as a module.
+    module = AnsibleModule(argument_spec=lease_task.ARGUMENT_SPEC, supports_check_mode=True)
+    result = lease_task.run(module.params, module.check_mode)
+    if result.pop('failed', False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -6,6 +6,7 @@ output is parsed with the COLLECTION's parsers; the parsed numbers must equal
 the profile's.  No namespaces, no root: a plain unit test.
 """
 import importlib
+import json
 import os
 import socket
 import subprocess
@@ -287,5 +288,27 @@ def test_lab_tools_run_under_system_python(tmp_path):
     hardware.materialize('healthy-100g', 'node01', 'new', str(node_dir), FABRIC)
     with open(str(node_dir / 'bin' / 'ibstat'), encoding='utf-8') as handle:
         wrapper = handle.read()
-    assert wrapper.startswith('#!/bin/sh\n') and 'exec /usr/bin/python3 -m netval_lab.tools ibstat "$@"' in wrapper
+    assert wrapper.startswith('#!/bin/sh\n')
+    assert 'exec /usr/bin/python3 -S -c "import sys; from netval_lab.tools import main; sys.exit(main())" ibstat "$@"' in wrapper
     assert 'CA \'mlx5_0\'' in tool_output(node_dir, 'ibstat')
+
+
+def test_a_wrapped_tool_starts_without_site_runpy_or_what_only_other_calls_need(tmp_path):
+    """The lab runs thousands of tool calls per run: the wrapper skips site and runpy, and an ethtool call (which reads
+    the fabric's ledgers for its counters) imports neither subprocess nor uuid."""
+    node_dir = tmp_path / 'node01'
+    hardware.materialize('healthy-100g', 'node01', 'new', str(node_dir), FABRIC)
+    with open(str(node_dir / 'bin' / 'ethtool'), encoding='utf-8') as handle:
+        wrapper = handle.read()
+    probe = wrapper.replace('sys.exit(main())', 'rc = main(); sys.stderr.write(chr(10) + \\" \\".join(sorted(sys.modules))); sys.exit(rc)')
+    assert probe != wrapper
+    script = tmp_path / 'ethtool-probe'
+    script.write_text(probe)
+    with open(str(node_dir / 'state.json'), encoding='utf-8') as handle:
+        netdev = json.load(handle)['nics'][0]['netdev']
+    proc = subprocess.run(['/bin/sh', str(script), '-S', netdev], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=60, check=False)
+    loaded = set(proc.stderr.splitlines()[-1].split())
+    assert proc.returncode == 0 and 'rx_bytes' in proc.stdout, proc.stdout + proc.stderr
+    assert 'netval_lab.fabric' in loaded and 'netval_lab.tools_host' in loaded, proc.stderr
+    assert not loaded & {'site', 'runpy', 'subprocess', 'uuid'}, sorted(loaded & {'site', 'runpy', 'subprocess', 'uuid'})

@@ -47,6 +47,7 @@ BASE = {
     'rdma_info': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']},
     'validation_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}},
     'drift_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}, 'textfile_dir': '{tmp}/prom'},
+    'evidence_store': {'tarball': '{tmp}/ev/b.tar.gz', 'dest': '{tmp}/ev', 'baseline': {}, 'baseline_link': '{tmp}/baseline'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},
 }
 

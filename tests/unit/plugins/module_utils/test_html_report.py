@@ -173,3 +173,32 @@ def test_a_node_without_tests_or_evidence_renders():
     found = outline(html)
     assert found.sections['node09']['planned'] == 0 and found.sections['node09']['svgs'] == 0
     assert not any('evidence' in (link or '') for link in found.links)
+
+
+def test_charts_drawn_side_by_side_make_the_same_page_as_charts_drawn_in_turn(mixed, page, monkeypatch):
+    pooled = []
+    real = html_report._draw_charts  # pylint: disable=protected-access
+
+    def spy(jobs):
+        pooled.append(len(jobs))
+        return real(jobs)
+
+    monkeypatch.setattr(html_report, '_draw_charts', spy)
+    monkeypatch.setattr(html_report.os, 'sched_getaffinity', lambda pid: {0, 1, 2}, raising=False)
+    assert html_report.render_page(mixed, STAMP, RUN_DIR) == page  # the module fixture's page: the same bytes
+    assert pooled and pooled[0] >= html_report._POOL_MIN_CHARTS  # pylint: disable=protected-access
+    monkeypatch.setattr(html_report.os, 'sched_getaffinity', lambda pid: {0}, raising=False)
+    assert html_report.render_page(mixed, STAMP, RUN_DIR) == page
+
+
+def test_a_chart_that_fails_in_a_worker_fails_the_page(monkeypatch):
+    monkeypatch.setattr(html_report.os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
+
+    def broken(node, key, prefix):
+        raise html_report.ChartError('nodes.%s: cannot draw %s' % (node['node'], key))
+
+    monkeypatch.setattr(html_report, '_chart_svg', broken)
+    nodes = dict((name, report_samples.healthy_node(name)) for name in ('node01', 'node02', 'node03'))
+    with pytest.raises(html_report.ChartError) as info:
+        html_report.render_page(nodes, STAMP, RUN_DIR)
+    assert 'cannot draw' in str(info.value)

@@ -1,8 +1,33 @@
-"""peer_lease: one node per known-good peer, a work queue over the peers, and the one failure shape."""
-import os
+"""peer_lease: one node per known-good peer, a work queue over the peers, and the one failure shape.
 
+Every case runs twice: as the module (plugins/modules/peer_lease.py) and as the action plugin that plays run in the
+controller's worker (plugins/action/peer_lease.py); both must give the same results and leave the same lease files.
+"""
+import os
+from unittest import mock
+
+import pytest
+
+from ansible_collections.gpufleet.netval.plugins.action import peer_lease as peer_lease_action
 from ansible_collections.gpufleet.netval.plugins.modules import peer_lease
 from tests.unit.plugins.modules.utils import run_module
+
+
+def run_action(task_args, check_mode=False):
+    """The action plugin's result for ``task_args`` as a play would give them (``_ansible_check_mode`` sets check mode)."""
+    task_args = dict(task_args)
+    task = mock.MagicMock(async_val=0, check_mode=check_mode or bool(task_args.pop('_ansible_check_mode', False)), args=task_args)
+    action = peer_lease_action.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                            shared_loader_obj=None)
+    result = action.run(task_vars={})
+    return result, bool(result.get('failed'))
+
+
+@pytest.fixture(params=['module', 'action'])
+def call(request):
+    if request.param == 'module':
+        return lambda task_args, check_mode=False: run_module(peer_lease.main, task_args, check_mode=check_mode)
+    return run_action
 
 RUN = '20261201T000000Z'
 
@@ -13,82 +38,89 @@ def args(tmp_path, node, **extra):
     return base
 
 
-def test_each_node_gets_the_next_free_peer_and_a_third_waits_then_fails_on_our_side(tmp_path):
-    first, failed = run_module(peer_lease.main, args(tmp_path, 'node01'))
+def test_each_node_gets_the_next_free_peer_and_a_third_waits_then_fails_on_our_side(tmp_path, call):
+    first, failed = call(args(tmp_path, 'node01'))
     assert not failed and first['peer'] == 'peer01' and first['changed'] and first['error_class'] is None
-    second, failed = run_module(peer_lease.main, args(tmp_path, 'node02'))
+    second, failed = call(args(tmp_path, 'node02'))
     assert not failed and second['peer'] == 'peer02'
-    third, failed = run_module(peer_lease.main, args(tmp_path, 'node03'))
+    third, failed = call(args(tmp_path, 'node03'))
     assert failed and third['error_class'] == 'peer_busy' and third['error_side'] == 'ours' and third['waited_s'] >= 1
     assert 'peer01, peer02' in third['msg'] and 'node03' in third['msg']
-    released, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='released', peers=['peer01']))
+    released, failed = call(args(tmp_path, 'node01', state='released', peers=['peer01']))
     assert not failed and released['released'] and released['changed']
-    again, failed = run_module(peer_lease.main, args(tmp_path, 'node03'))
+    again, failed = call(args(tmp_path, 'node03'))
     assert not failed and again['peer'] == 'peer01'
 
 
-def test_releasing_a_lease_another_node_holds_changes_nothing(tmp_path):
-    run_module(peer_lease.main, args(tmp_path, 'node01'))
-    result, failed = run_module(peer_lease.main, args(tmp_path, 'node02', state='released', peers=['peer01']))
+def test_releasing_a_lease_another_node_holds_changes_nothing(tmp_path, call):
+    call(args(tmp_path, 'node01'))
+    result, failed = call(args(tmp_path, 'node02', state='released', peers=['peer01']))
     assert not failed and not result['released'] and not result['changed']
     assert os.path.exists(str(tmp_path / 'leases' / 'peer01.lease'))
 
 
-def test_check_mode_takes_nothing(tmp_path):
-    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01'), check_mode=True)
+def test_check_mode_takes_nothing(tmp_path, call):
+    result, failed = call(args(tmp_path, 'node01'), check_mode=True)
     assert not failed and result['peer'] == 'peer01' and not result['changed']
     assert not os.path.exists(str(tmp_path / 'leases'))
 
 
-def test_bad_options_fail_before_any_lease_is_touched(tmp_path):
-    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', lease_dir='leases', ttl=0))
+def test_bad_options_fail_before_any_lease_is_touched(tmp_path, call):
+    result, failed = call(args(tmp_path, 'node01', lease_dir='leases', ttl=0))
     assert failed and result['error_class'] == 'invalid_options' and 'lease_dir' in result['msg'] and 'ttl' in result['msg']
-    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', peers=[]))
+    result, failed = call(args(tmp_path, 'node01', peers=[]))
     assert failed and 'peers must name at least one peer' in result['msg']
 
 
-def test_wait_zero_takes_a_free_peer_or_says_busy_at_once(tmp_path):
-    first, failed = run_module(peer_lease.main, args(tmp_path, 'node01', wait=0, peers=['peer01']))
+def test_wait_zero_takes_a_free_peer_or_says_busy_at_once(tmp_path, call):
+    first, failed = call(args(tmp_path, 'node01', wait=0, peers=['peer01']))
     assert not failed and first['peer'] == 'peer01' and first['waited_s'] < 0.5
-    busy, failed = run_module(peer_lease.main, args(tmp_path, 'node02', wait=0, peers=['peer01']))
+    busy, failed = call(args(tmp_path, 'node02', wait=0, peers=['peer01']))
     assert failed and busy['error_class'] == 'peer_busy' and busy['peer'] is None and busy['waited_s'] < 0.5
-    negative, failed = run_module(peer_lease.main, args(tmp_path, 'node02', wait=-1, peers=['peer01']))
+    negative, failed = call(args(tmp_path, 'node02', wait=-1, peers=['peer01']))
     assert failed and 'wait must be a finite number of seconds, from 0 to' in negative['msg']
 
 
-def test_a_peer_that_went_away_leaves_the_pool_at_once_and_the_first_record_stands(tmp_path):
-    lost, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='lost', peers=['peer01'], step='the clients of ib_send_bw:0',
+def test_a_peer_that_went_away_leaves_the_pool_at_once_and_the_first_record_stands(tmp_path, call):
+    lost, failed = call(args(tmp_path, 'node01', state='lost', peers=['peer01'], step='the clients of ib_send_bw:0',
                                                     detail='known-good peer peer01 went away during the clients of ib_send_bw:0: refused'))
     assert not failed and lost['changed'] and lost['lost'][0]['node'] == 'node01' and lost['lost'][0]['step'] == 'the clients of ib_send_bw:0'
-    again, failed = run_module(peer_lease.main, args(tmp_path, 'node02', state='lost', peers=['peer01'], detail='later'))
+    again, failed = call(args(tmp_path, 'node02', state='lost', peers=['peer01'], detail='later'))
     assert not failed and again['lost'][0]['node'] == 'node01'  # the first node to see it go names it
-    taken, failed = run_module(peer_lease.main, args(tmp_path, 'node03'))
+    taken, failed = call(args(tmp_path, 'node03'))
     assert not failed and taken['peer'] == 'peer02' and [e['peer'] for e in taken['lost']] == ['peer01']
-    run_module(peer_lease.main, args(tmp_path, 'node03', state='released', peers=['peer02']))
-    run_module(peer_lease.main, args(tmp_path, 'node01', state='lost', peers=['peer02'], detail='gone too'))
-    none, failed = run_module(peer_lease.main, args(tmp_path, 'node04', wait=5))
+    call(args(tmp_path, 'node03', state='released', peers=['peer02']))
+    call(args(tmp_path, 'node01', state='lost', peers=['peer02'], detail='gone too'))
+    none, failed = call(args(tmp_path, 'node04', wait=5))
     assert failed and none['error_class'] == 'peer_busy' and none['error_side'] == 'ours' and none['waited_s'] < 1
     assert 'left the pool' in none['msg'] and 'peer01 (went away while node01 was tested on it)' in none['msg']
-    other_run, failed = run_module(peer_lease.main, args(tmp_path, 'node04', run='20261202T000000Z'))
+    other_run, failed = call(args(tmp_path, 'node04', run='20261202T000000Z'))
     assert not failed and other_run['peer'] == 'peer01'  # a peer lost in one run is back in the next
 
 
-def test_a_lost_record_refuses_a_detail_with_newlines(tmp_path):
-    result, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='lost', peers=['peer01'], detail='a\nb'))
+def test_a_lost_record_refuses_a_detail_with_newlines(tmp_path, call):
+    result, failed = call(args(tmp_path, 'node01', state='lost', peers=['peer01'], detail='a\nb'))
     assert failed and result['error_class'] == 'invalid_options' and 'detail' in result['msg']
     assert not os.path.exists(str(tmp_path / 'leases' / 'lost'))
 
 
-def test_a_promoted_node_serves_the_nodes_that_grow_the_pool_and_says_so(tmp_path):
-    busy = [run_module(peer_lease.main, args(tmp_path, node, peers=['peer01'])) for node in ('node02',)]
+def test_a_promoted_node_serves_the_nodes_that_grow_the_pool_and_says_so(tmp_path, call):
+    busy = [call(args(tmp_path, node, peers=['peer01'])) for node in ('node02',)]
     assert not busy[0][1] and busy[0][0]['peer'] == 'peer01'
-    check, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='promoted', peers=['peer01'], _ansible_check_mode=True))
+    check, failed = call(args(tmp_path, 'node01', state='promoted', peers=['peer01'], _ansible_check_mode=True))
     assert not failed and not check['changed'] and check['promoted'] == []
-    promoted, failed = run_module(peer_lease.main, args(tmp_path, 'node01', state='promoted', peers=['peer01']))
+    promoted, failed = call(args(tmp_path, 'node01', state='promoted', peers=['peer01']))
     assert not failed and promoted['changed'] and [(r['node'], r['validated_by']) for r in promoted['promoted']] == [('node01', 'peer01')]
-    plain, failed = run_module(peer_lease.main, args(tmp_path, 'node03', peers=['peer01'], wait=0))
+    plain, failed = call(args(tmp_path, 'node03', peers=['peer01'], wait=0))
     assert failed and plain['error_class'] == 'peer_busy'   # without grow the pool is the known-good peers alone
-    grown, failed = run_module(peer_lease.main, args(tmp_path, 'node03', peers=['peer01'], wait=0, grow=True))
+    grown, failed = call(args(tmp_path, 'node03', peers=['peer01'], wait=0, grow=True))
     assert not failed and grown['peer'] == 'node01' and grown['promoted_peer'] is True
-    again, failed = run_module(peer_lease.main, args(tmp_path, 'node04', peers=['peer01'], wait=0, grow=True))
+    again, failed = call(args(tmp_path, 'node04', peers=['peer01'], wait=0, grow=True))
     assert failed and again['error_class'] == 'peer_busy' and 'node04' in again['msg']
+
+
+def test_the_action_plugin_refuses_unknown_or_mistyped_options_in_the_one_failure_shape(tmp_path):
+    result, failed = run_action(args(tmp_path, 'node01', wait='soon', colour='blue'))
+    assert failed and result['error_class'] == 'invalid_options' and result['error_side'] == 'ours'
+    assert "argument 'wait'" in result['msg'] and 'colour' in result['msg']
+    assert not os.path.exists(str(tmp_path / 'leases'))

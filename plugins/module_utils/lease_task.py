@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One peer_lease task: its options, their checks and its result, whoever runs it.
+
+The action plugin (plugins/action/peer_lease.py) runs it inside the
+controller's worker process, with no module process of its own; the module
+(plugins/modules/peer_lease.py) runs the same function where it is executed as
+a module.  ``run`` returns the task's result: ``failed: true`` and ``msg`` on
+failure, in the one failure shape of the collection.  No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease, validate
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
+from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
+
+STATES = ('acquired', 'released', 'suspected', 'lost', 'promoted')
+
+ARGUMENT_SPEC = dict(
+    state=dict(type='str', default='acquired', choices=list(STATES)),
+    peers=dict(type='list', elements='str', required=True),
+    node=dict(type='str', required=True),
+    run=dict(type='str', required=True),
+    lease_dir=dict(type='path', required=True),
+    ttl=dict(type='int', default=3600),
+    wait=dict(type='int', default=86400),
+    suspect_limit=dict(type='int', default=2),
+    figures=dict(type='list', elements='dict', default=[]),
+    step=dict(type='str', default=''),
+    detail=dict(type='str', default=''),
+    grow=dict(type='bool', default=False),
+)
+
+# Every state's result carries these, so a task registered under any state reads the same keys.
+_NOTHING = dict(waited_s=0.0, released=False)
+
+
+def problems(params):
+    """Sentences for every option that cannot be used (after the argument spec's own type checks)."""
+    found = validate.control_characters(params)
+    found += validate.problems_of([validate.check_path_component('node', params['node']),
+                                   validate.check_path_component('run', params['run']),
+                                   validate.check_timeout('ttl', params['ttl'], maximum=7 * 86400),
+                                   validate.check_timeout('wait', params['wait'], maximum=7 * 86400, allow_zero=True)]
+                                  + [validate.check_path_component('peers[%d]' % i, p) for i, p in enumerate(params['peers'])])
+    if not params['lease_dir'].startswith('/'):
+        found.append('lease_dir must be an absolute path, got %r' % params['lease_dir'])
+    if not params['peers']:
+        found.append('peers must name at least one peer')
+    return found
+
+
+def invalid(what, found):
+    """The failed result for options that cannot be used (``found``: the sentences)."""
+    return dict(failed=True, msg='%s: invalid %s options: %s' % (hostname(), what, '; '.join(found)), **failure('invalid_options'))
+
+
+def _done(peer, changed=True, **fields):
+    result = dict(_NOTHING, changed=changed, peer=peer, **SUCCESS)
+    result.update(fields)
+    return result
+
+
+def _failed(msg, error_class, **fields):
+    result = dict(_NOTHING, failed=True, msg=msg, peer=None, **failure(error_class))
+    result.update(fields)
+    return result
+
+
+def _record(params, check_mode):
+    """suspected, lost, promoted and released: one record in the lease folder (none in check mode)."""
+    state, peer, folder, run, node = params['state'], params['peers'][0], params['lease_dir'], params['run'], params['node']
+    if state == 'suspected':
+        if check_mode:
+            return _done(peer, changed=False, suspected_by=[], left_pool=False)
+        nodes = lease.suspect(folder, peer, run, node, params['figures'])
+        return _done(peer, suspected_by=nodes, left_pool=bool(params['suspect_limit']) and len(nodes) >= params['suspect_limit'])
+    if state == 'lost':
+        if check_mode:
+            return _done(peer, changed=False, lost=[])
+        return _done(peer, lost=[lease.mark_lost(folder, peer, run, node, params['step'], params['detail'])])
+    if state == 'promoted':
+        if check_mode:
+            return _done(peer, changed=False, promoted=[])
+        lease.promote(folder, run, node, peer)
+        return _done(peer, promoted=lease.promoted(folder, run))
+    if check_mode:
+        return _done(peer, changed=False)
+    removed = lease.release(folder, peer, {'node': node, 'run': run})
+    return _done(peer, changed=removed, released=removed)
+
+
+def _acquire(params, check_mode):
+    peers, folder = params['peers'], params['lease_dir']
+    holder = {'node': params['node'], 'run': params['run']}
+    if check_mode:
+        free = [p for p in peers if lease.stale(lease.read(folder, p))] if os.path.isdir(folder) else peers
+        return _done((free or [None])[0], changed=False)
+    taken, waited = lease.acquire(folder, peers, holder, params['ttl'], params['wait'],
+                                  suspect_limit=params['suspect_limit'], grow=params['grow'])
+    # What left the pool: of the known-good peers and of the nodes promoted meanwhile.
+    pool = lease.pool(folder, peers, holder, params['grow'])
+    out = lease.excluded(folder, pool, params['run'], params['suspect_limit'])
+    gone = lease.lost(folder, pool, params['run'])
+    left = [{'peer': peer, 'suspected_by': nodes} for peer, nodes in sorted(out.items())]
+    gone_list = [gone[peer] for peer in sorted(gone)]
+    waited = round(waited, 3)
+    if taken is None and len(set(out) | set(gone)) == len(set(pool)):
+        reasons = ['%s (suspected by %s)' % (e['peer'], ', '.join(e['suspected_by'])) for e in left]
+        reasons += ['%s (went away while %s was tested on it)' % (e['peer'], e.get('node')) for e in gone_list if e['peer'] not in out]
+        return _failed('%s: every known-good peer of node %s left the pool this run: %s' % (hostname(), params['node'], '; '.join(reasons)),
+                       'peer_busy', waited_s=waited, excluded=left, lost=gone_list)
+    if taken is None:
+        return _failed('%s: no known-good peer of %s became free for node %s within %d s'
+                       % (hostname(), ', '.join(pool), params['node'], params['wait']),
+                       'peer_busy', waited_s=waited, excluded=left, lost=gone_list)
+    return _done(taken['peer'], waited_s=waited, acquired_at=taken['acquired'], excluded=left, lost=gone_list,
+                 promoted_peer=taken['peer'] not in peers)
+
+
+def run(params, check_mode=False):
+    """The result of one peer_lease task with ``params`` (already through ARGUMENT_SPEC): a dict, ``failed`` on failure."""
+    found = problems(params)
+    if found:
+        return invalid('peer_lease', found)
+    try:
+        if params['state'] == 'acquired':
+            return _acquire(params, check_mode)
+        return _record(params, check_mode)
+    except lease.LeaseError as exc:
+        return _failed('%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), 'lease_error')

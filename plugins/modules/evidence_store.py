@@ -1,0 +1,116 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: evidence_store
+short_description: Unpack a fetched evidence bundle on the controller, verify its manifest, keep the baseline
+version_added: 0.1.0
+description:
+  - The controller's half of the evidence chain, after C(ansible.builtin.fetch) brought a node's bundle
+    (M(gpufleet.netval.evidence_bundle)) into O(dest), in one task and no module process (an action plugin).
+  - Unpacks the tarball in O(dest) next to itself. Only folders and regular files inside O(dest) are taken; a link, a device or a
+    path that leaves the folder fails the task, and so does a file that is already there (nothing is ever overwritten).
+  - Verifies every file against the bundle's C(MANIFEST.sha256) (C(sha256sum) format) and fails naming each file that does not match.
+  - With O(baseline), writes it as C(baseline.json) beside the raw outputs unless one is already there, and with O(baseline_link)
+    points that symlink (C(evidence/<node>/baseline)) at the bundle's folder, atomically; a link that is not ours (a file, a
+    folder, a symlink elsewhere) is refused.
+author:
+  - gpufleet.netval maintainers (@gpufleet)
+options:
+  tarball:
+    description: The fetched bundle, a C(.tar.gz) inside O(dest).
+    type: path
+    required: true
+  dest:
+    description: The controller folder of this bundle (C(evidence/<node>/<UTC timestamp>)); it must exist and not be a symlink.
+    type: path
+    required: true
+  baseline:
+    description: The node's baseline (filter C(gpufleet.netval.netval_baseline)) to keep as C(baseline.json); omit it for none.
+    type: dict
+  baseline_link:
+    description: With O(baseline), the symlink to point at O(dest) (by its folder name), so C(evidence/<node>/baseline) is the newest accepted bundle.
+    type: path
+attributes:
+  check_mode:
+    description: In check mode nothing is unpacked or written.
+    support: full
+  diff_mode:
+    description: Reports no diff.
+    support: none
+notes:
+  - Its action plugin runs it on the controller whatever the task's host, and relative paths are the playbook folder's, as
+    for C(ansible.builtin.fetch); it reads and writes only below O(dest) and at O(baseline_link).
+'''
+
+EXAMPLES = r'''
+- name: Fetch the tarball
+  ansible.builtin.fetch:
+    src: "{{ bundle.tarball }}"
+    dest: "evidence/{{ inventory_hostname }}/{{ netval_run_timestamp }}/"
+    flat: true
+    validate_checksum: true
+
+- name: Unpack, verify and keep the baseline of an accepted node
+  gpufleet.netval.evidence_store:
+    tarball: "evidence/{{ inventory_hostname }}/{{ netval_run_timestamp }}/{{ bundle.tarball | basename }}"
+    dest: "evidence/{{ inventory_hostname }}/{{ netval_run_timestamp }}"
+    baseline: "{{ verdict_node_result | gpufleet.netval.netval_baseline(preflight_facts, tier_profile_resolved) }}"
+    baseline_link: "evidence/{{ inventory_hostname }}/baseline"
+'''
+
+RETURN = r'''
+location:
+  description: The bundle's folder on the controller.
+  returned: success
+  type: str
+files:
+  description: The files the manifest lists, every one verified.
+  returned: success
+  type: list
+  elements: str
+baseline:
+  description: The path of C(baseline.json) when O(baseline) was given (written now, or already there), else null.
+  returned: success
+  type: str
+baseline_written:
+  description: Whether this task wrote C(baseline.json) (false when one was already there).
+  returned: success
+  type: bool
+error_class:
+  description: C(evidence_error) when the bundle cannot be unpacked, verified or kept; C(invalid_options) for bad options; null on success.
+  returned: always
+  type: str
+error_hint:
+  description: What to check for RV(error_class).
+  returned: always
+  type: str
+error_side:
+  description: C(ours) for bad options, C(unknown) for a bundle that cannot be kept (the controller's folder or the bundle itself); null on success.
+  returned: always
+  type: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence_store
+
+
+def main():
+    # The action plugin of the same name runs evidence_store.store on the controller; this runs it as a module, on the
+    # host the task runs on.
+    module = AnsibleModule(argument_spec=evidence_store.ARGUMENT_SPEC, supports_check_mode=True)
+    result = evidence_store.store(module.params, module.check_mode)
+    if result.pop('failed', False):
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,151 @@
+"""evidence_store: a fetched bundle is unpacked next to itself, verified against its manifest, never written over,
+and an accepted node's baseline is kept with its link; a hostile or damaged bundle fails in the one failure shape.
+
+The bundles are made by the same code the evidence_bundle module runs on the node (build_bundle, tar_folder).
+"""
+import io
+import json
+import os
+import tarfile
+from unittest import mock
+
+from ansible_collections.gpufleet.netval.plugins.action import evidence_store
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
+from ansible_collections.gpufleet.netval.plugins.modules import evidence_store as evidence_store_module
+from tests.unit.plugins.modules.utils import run_module
+
+STAMP = '20261203T120000Z'
+
+
+def fetched_bundle(tmp_path, files=None):
+    """(tarball, dest): a bundle built and tarred as on a node, copied where fetch puts it on the controller."""
+    node_dir = tmp_path / 'node'
+    node_dir.mkdir()
+    evidence.build_bundle(str(node_dir / STAMP), files or {'results.json': '{"bucket": "A"}', 'tests/ib_write_bw.txt': '#bytes ...\n'})
+    dest = tmp_path / 'controller' / 'node01' / STAMP
+    dest.mkdir(parents=True)
+    tarball = dest / ('node01-%s.tar.gz' % STAMP)
+    evidence.tar_folder(str(node_dir / STAMP), str(tarball))
+    return str(tarball), str(dest)
+
+
+def run_action(task_args, check_mode=False):
+    task = mock.MagicMock(async_val=0, check_mode=check_mode, args=dict(task_args))
+    loader = mock.MagicMock()
+    loader.path_dwim.side_effect = lambda path: path if os.path.isabs(path) else os.path.join('/playbooks', path)
+    action = evidence_store.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=loader, templar=None, shared_loader_obj=None)
+    return action.run(task_vars={})
+
+
+def test_a_bundle_is_unpacked_verified_and_an_accepted_nodes_baseline_kept_with_its_link(tmp_path):
+    tarball, dest = fetched_bundle(tmp_path)
+    link = os.path.join(os.path.dirname(dest), 'baseline')
+    result = run_action({'tarball': tarball, 'dest': dest, 'baseline': {'node': 'node01', 'figures': [1]}, 'baseline_link': link})
+    assert not result.get('failed') and result['changed'] and result['error_class'] is None
+    assert sorted(result['files']) == ['results.json', 'tests/ib_write_bw.txt']
+    with open(os.path.join(dest, 'tests', 'ib_write_bw.txt')) as handle:
+        assert handle.read() == '#bytes ...\n'
+    with open(os.path.join(dest, 'baseline.json')) as handle:
+        assert json.load(handle) == {'node': 'node01', 'figures': [1]}
+    assert result['baseline_written'] and os.readlink(link) == STAMP
+
+
+def test_without_a_baseline_nothing_but_the_bundle_is_written(tmp_path):
+    tarball, dest = fetched_bundle(tmp_path)
+    result = run_action({'tarball': tarball, 'dest': dest})
+    assert not result.get('failed') and result['baseline'] is None
+    assert sorted(os.listdir(dest)) == ['MANIFEST.sha256', os.path.basename(tarball), 'results.json', 'tests']
+
+
+def test_a_second_unpack_into_the_same_folder_is_refused_and_changes_nothing(tmp_path):
+    tarball, dest = fetched_bundle(tmp_path)
+    assert not run_action({'tarball': tarball, 'dest': dest}).get('failed')
+    with open(os.path.join(dest, 'results.json'), 'w') as handle:
+        handle.write('kept')
+    again = run_action({'tarball': tarball, 'dest': dest})
+    assert again['failed'] and again['error_class'] == 'evidence_error' and 'never overwritten' in again['msg']
+    with open(os.path.join(dest, 'results.json')) as handle:
+        assert handle.read() == 'kept'
+
+
+def test_a_file_that_does_not_match_its_manifest_is_named(tmp_path):
+    dest = tmp_path / 'node01' / STAMP
+    dest.mkdir(parents=True)
+    tarball = dest / 'bundle.tar.gz'
+    with tarfile.open(str(tarball), 'w:gz') as archive:
+        for name, data in (('MANIFEST.sha256', b'%s  results.json\n' % (b'0' * 64)), ('results.json', b'{}')):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    result = run_action({'tarball': str(tarball), 'dest': str(dest)})
+    assert result['failed'] and result['error_class'] == 'evidence_error' and 'checksums do not match' in result['msg']
+    assert 'results.json' in result['msg'] and result['msg'].count(str(tarball)) == 1
+
+
+def test_links_devices_and_paths_that_leave_the_folder_are_refused_before_anything_is_written(tmp_path):
+    dest = tmp_path / 'node01' / STAMP
+    dest.mkdir(parents=True)
+    for number, (name, kind) in enumerate((('../escape.txt', tarfile.REGTYPE), ('/etc/evil', tarfile.REGTYPE),
+                                            ('link', tarfile.SYMTYPE), ('fifo', tarfile.FIFOTYPE))):
+        tarball = dest / ('bundle%d.tar.gz' % number)
+        with tarfile.open(str(tarball), 'w:gz') as archive:
+            ok = tarfile.TarInfo('results.json')
+            ok.size = 2
+            archive.addfile(ok, io.BytesIO(b'{}'))
+            bad = tarfile.TarInfo(name)
+            bad.type = kind
+            bad.linkname = '/etc/passwd' if kind == tarfile.SYMTYPE else ''
+            archive.addfile(bad, io.BytesIO(b''))
+        result = run_action({'tarball': str(tarball), 'dest': str(dest)})
+        assert result['failed'] and result['error_class'] == 'evidence_error' and repr(name) in result['msg'], (name, result)
+        assert sorted(os.listdir(str(dest))) == sorted('bundle%d.tar.gz' % n for n in range(number + 1))
+    assert not os.path.exists(str(tmp_path / 'node01' / 'escape.txt'))
+
+
+def test_a_damaged_tarball_and_a_bundle_without_manifest_fail_with_the_reason(tmp_path):
+    dest = tmp_path / 'node01' / STAMP
+    dest.mkdir(parents=True)
+    (dest / 'cut.tar.gz').write_bytes(b'\x1f\x8b\x08\x00not really gzip')
+    result = run_action({'tarball': str(dest / 'cut.tar.gz'), 'dest': str(dest)})
+    assert result['failed'] and result['error_class'] == 'evidence_error' and 'cut.tar.gz' in result['msg']
+    with tarfile.open(str(dest / 'bare.tar.gz'), 'w:gz') as archive:
+        info = tarfile.TarInfo('results.json')
+        info.size = 2
+        archive.addfile(info, io.BytesIO(b'{}'))
+    result = run_action({'tarball': str(dest / 'bare.tar.gz'), 'dest': str(dest)})
+    assert result['failed'] and 'has no MANIFEST.sha256' in result['msg']
+
+
+def test_a_baseline_link_that_is_not_ours_is_refused(tmp_path):
+    tarball, dest = fetched_bundle(tmp_path)
+    link = os.path.join(os.path.dirname(dest), 'baseline')
+    os.symlink('/etc', link)
+    result = run_action({'tarball': tarball, 'dest': dest, 'baseline': {'node': 'node01'}, 'baseline_link': link})
+    assert result['failed'] and result['error_class'] == 'evidence_error' and 'not to a run folder of ours' in result['msg']
+    assert os.readlink(link) == '/etc'
+
+
+def test_bad_options_fail_in_the_one_shape_and_check_mode_writes_nothing(tmp_path):
+    tarball, dest = fetched_bundle(tmp_path)
+    result = run_action({'tarball': tarball, 'dest': dest, 'colour': 'blue'})
+    assert result['failed'] and result['error_class'] == 'invalid_options' and 'colour' in result['msg']
+    result = run_action({'tarball': '/elsewhere/x.tar.gz', 'dest': dest, 'baseline_link': dest + '/b'})
+    assert result['failed'] and 'tarball must be a file in dest' in result['msg'] and 'baseline_link needs baseline' in result['msg']
+    result = run_action({'tarball': tarball, 'dest': dest, 'baseline': {}}, check_mode=True)
+    assert not result.get('failed') and not result['changed'] and os.listdir(dest) == [os.path.basename(tarball)]
+
+
+def test_relative_paths_are_the_playbook_folders_as_for_fetch(tmp_path):
+    result = run_action({'tarball': 'evidence/node01/x/b.tar.gz', 'dest': 'evidence/node01/x'})
+    assert result['failed'] and '/playbooks/evidence/node01/x/b.tar.gz' in result['msg']
+
+
+def test_run_as_a_module_it_keeps_the_bundle_the_same_way(tmp_path):
+    tarball, dest = fetched_bundle(tmp_path)
+    link = os.path.join(os.path.dirname(dest), 'baseline')
+    result, failed = run_module(evidence_store_module.main, {'tarball': tarball, 'dest': dest, 'baseline': {'node': 'node01'},
+                                                            'baseline_link': link})
+    assert not failed and result['baseline_written'] and sorted(result['files']) == ['results.json', 'tests/ib_write_bw.txt']
+    assert os.readlink(link) == STAMP
+    again, failed = run_module(evidence_store_module.main, {'tarball': tarball, 'dest': dest})
+    assert failed and again['error_class'] == 'evidence_error'
