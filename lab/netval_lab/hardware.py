@@ -539,14 +539,14 @@ def write_wrappers(bin_dir, node_dir, missing=()):
     for tool in TOOLS:
         if tool in missing:
             continue
-        script = (('#!/bin/sh\n'
+        # -S and no -m: neither site nor runpy is imported (about 10 ms of CPU on each of the lab's thousands of calls).
+        script = ('#!/bin/sh\n'
                   '# netval lab: emulated %s (reads %s/state.json)\n'
                   ': "${NETVAL_LAB_NODE_DIR:=%s}"\n'
                   'PYTHONPATH=%s\n'
                   'export NETVAL_LAB_NODE_DIR PYTHONPATH\n'
-                  # -S and no -m: neither site nor runpy is imported (about 10 ms of CPU on each of the lab's thousands of calls).
-                  'exec /usr/bin/python3 -S -c "import sys; from netval_lab.tools import main; sys.exit(main())" %s "$@"\n')
-                  % (tool, node_dir, node_dir, LAB_PYTHONPATH, tool))
+                  'exec /usr/bin/python3 -S -c "import sys; from netval_lab.tools import main; sys.exit(main())" %s "$@"\n'
+                  ) % (tool, node_dir, node_dir, LAB_PYTHONPATH, tool)
         atomic_write(os.path.join(bin_dir, tool), script, mode=0o755)
 
 

@@ -14,8 +14,10 @@ BIN = os.path.dirname(sys.executable)
 MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'modules', '*.py')))
 FILTER_FILES = sorted(glob.glob(os.path.join(ROOT, 'plugins', 'filter', '*.py')))
 CALLBACKS = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'callback', '*.py')))
+ACTIONS = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'action', '*.py')))
 # The plugin folders whose plugins ansible-doc renders here, and the shared-code folders it has nothing to render for.
-DOCUMENTED_PLUGIN_TYPES = ('modules', 'filter', 'callback')
+# An action plugin is documented by the module of its name (test_every_action_plugin_is_documented_by_its_module).
+DOCUMENTED_PLUGIN_TYPES = ('modules', 'filter', 'callback', 'action')
 SHARED_CODE = ('module_utils', 'plugin_utils')
 
 
@@ -66,6 +68,11 @@ def test_ansible_doc_lists_every_module():
     assert rc == 0, out
     for module in MODULES:
         assert 'gpufleet.netval.%s' % module in out
+
+
+def test_every_action_plugin_is_documented_by_its_module():
+    assert ACTIONS, 'no action plugins found'
+    assert sorted(set(ACTIONS) - set(MODULES)) == [], 'an action plugin without a module of its name has no documentation'
 
 
 @pytest.mark.parametrize('path', FILTER_FILES, ids=[os.path.basename(p) for p in FILTER_FILES])

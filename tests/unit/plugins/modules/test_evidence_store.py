@@ -85,8 +85,8 @@ def test_a_file_that_does_not_match_its_manifest_is_named(tmp_path):
 def test_links_devices_and_paths_that_leave_the_folder_are_refused_before_anything_is_written(tmp_path):
     dest = tmp_path / 'node01' / STAMP
     dest.mkdir(parents=True)
-    for number, (name, kind) in enumerate((('../escape.txt', tarfile.REGTYPE), ('/etc/evil', tarfile.REGTYPE),
-                                            ('link', tarfile.SYMTYPE), ('fifo', tarfile.FIFOTYPE))):
+    hostile = (('../escape.txt', tarfile.REGTYPE), ('/etc/evil', tarfile.REGTYPE), ('link', tarfile.SYMTYPE), ('fifo', tarfile.FIFOTYPE))
+    for number, (name, kind) in enumerate(hostile):
         tarball = dest / ('bundle%d.tar.gz' % number)
         with tarfile.open(str(tarball), 'w:gz') as archive:
             ok = tarfile.TarInfo('results.json')
@@ -143,8 +143,8 @@ def test_relative_paths_are_the_playbook_folders_as_for_fetch(tmp_path):
 def test_run_as_a_module_it_keeps_the_bundle_the_same_way(tmp_path):
     tarball, dest = fetched_bundle(tmp_path)
     link = os.path.join(os.path.dirname(dest), 'baseline')
-    result, failed = run_module(evidence_store_module.main, {'tarball': tarball, 'dest': dest, 'baseline': {'node': 'node01'},
-                                                            'baseline_link': link})
+    task_args = {'tarball': tarball, 'dest': dest, 'baseline': {'node': 'node01'}, 'baseline_link': link}
+    result, failed = run_module(evidence_store_module.main, task_args)
     assert not failed and result['baseline_written'] and sorted(result['files']) == ['results.json', 'tests/ib_write_bw.txt']
     assert os.readlink(link) == STAMP
     again, failed = run_module(evidence_store_module.main, {'tarball': tarball, 'dest': dest})

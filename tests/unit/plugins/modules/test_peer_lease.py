@@ -29,6 +29,7 @@ def call(request):
         return lambda task_args, check_mode=False: run_module(peer_lease.main, task_args, check_mode=check_mode)
     return run_action
 
+
 RUN = '20261201T000000Z'
 
 
@@ -83,7 +84,7 @@ def test_wait_zero_takes_a_free_peer_or_says_busy_at_once(tmp_path, call):
 
 def test_a_peer_that_went_away_leaves_the_pool_at_once_and_the_first_record_stands(tmp_path, call):
     lost, failed = call(args(tmp_path, 'node01', state='lost', peers=['peer01'], step='the clients of ib_send_bw:0',
-                                                    detail='known-good peer peer01 went away during the clients of ib_send_bw:0: refused'))
+                             detail='known-good peer peer01 went away during the clients of ib_send_bw:0: refused'))
     assert not failed and lost['changed'] and lost['lost'][0]['node'] == 'node01' and lost['lost'][0]['step'] == 'the clients of ib_send_bw:0'
     again, failed = call(args(tmp_path, 'node02', state='lost', peers=['peer01'], detail='later'))
     assert not failed and again['lost'][0]['node'] == 'node01'  # the first node to see it go names it
