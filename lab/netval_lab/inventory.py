@@ -33,10 +33,14 @@ SHORT_TESTS = {
     'tier_tests_timeout_margin': 30,
     'netval_contract': {
         # TCP in the lab runs over a veth pair, not a 400G NIC: the lab's
-        # contract for iperf3 is what a veth delivers on a small VM, so a tc
-        # rate limit (fault slow-link, 1 Gbit/s) is a reject.
+        # contract for iperf3 is what a veth delivers on a small VM while the
+        # lab's other hosts share its CPUs, so a tc rate limit (fault
+        # slow-link, 1 Gbit/s) is a reject.  4 streams for 1 s measured
+        # 10.7 Gb/s alone on this 2-core machine, 5.3 and 9.0 with a second
+        # node's test and two busy cores beside them, and 3.96 in a suite run
+        # with two nodes' tests and Ansible at once: healthy from 2.
         'thresholds': {
-            'iperf3_gbps': {'healthy': [4, None], 'reject_below': 2, 'unit': 'Gb/s', 'direction': 'one-way'},
+            'iperf3_gbps': {'healthy': [2, None], 'reject_below': 1.5, 'unit': 'Gb/s', 'direction': 'one-way'},
         },
         'tests': {
             'iperf3': {'parallel': 4},
