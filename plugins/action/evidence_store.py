@@ -11,25 +11,17 @@ its documentation plugins/modules/evidence_store.py's.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence_store
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
+class ActionModule(ControllerAction):
+    NAME = 'evidence_store'
+    ARGUMENT_SPEC = evidence_store.ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        super(ActionModule, self).run(tmp, task_vars)
-        validated = ArgumentSpecValidator(evidence_store.ARGUMENT_SPEC).validate(dict(self._task.args))
-        if validated.error_messages:
-            # The module's failure shape for bad options, not ansible's own.
-            return evidence_store.invalid(validated.error_messages)
-        params = validated.validated_parameters
+    def task_result(self, params, check_mode):
         # Relative paths mean what they mean to ansible.builtin.fetch, which brought the tarball: the playbook's folder.
         for name in ('tarball', 'dest', 'baseline_link'):
             if params[name]:
                 params[name] = self._loader.path_dwim(params[name])
-        return evidence_store.store(params, bool(self._task.check_mode))
+        return evidence_store.store(params, check_mode)

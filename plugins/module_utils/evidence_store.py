@@ -35,7 +35,7 @@ def store(params, check_mode=False):
     if link and params['baseline'] is None:
         problems.append('baseline_link needs baseline')
     if problems:
-        return invalid(problems)
+        return validate.invalid_result('evidence_store', problems)
     baseline_path = os.path.join(dest, 'baseline.json') if params['baseline'] is not None else None
     if check_mode:
         return dict(changed=False, location=dest, files=[], baseline=baseline_path, baseline_written=False, **SUCCESS)
@@ -53,7 +53,3 @@ def store(params, check_mode=False):
         return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, exc), **failure('evidence_error'))
     return dict(changed=True, location=dest, files=files, baseline=baseline_path, baseline_written=written, **SUCCESS)
 
-
-def invalid(found):
-    """The failed result for options that cannot be used (``found``: the sentences)."""
-    return dict(failed=True, msg='%s: invalid evidence_store options: %s' % (hostname(), '; '.join(found)), **failure('invalid_options'))

@@ -55,11 +55,6 @@ def problems(params):
     return found
 
 
-def invalid(what, found):
-    """The failed result for options that cannot be used (``found``: the sentences)."""
-    return dict(failed=True, msg='%s: invalid %s options: %s' % (hostname(), what, '; '.join(found)), **failure('invalid_options'))
-
-
 def _done(peer, changed=True, **fields):
     result = dict(_NOTHING, changed=changed, peer=peer, **SUCCESS)
     result.update(fields)
@@ -127,7 +122,7 @@ def run(params, check_mode=False):
     """The result of one peer_lease task with ``params`` (already through ARGUMENT_SPEC): a dict, ``failed`` on failure."""
     found = problems(params)
     if found:
-        return invalid('peer_lease', found)
+        return validate.invalid_result('peer_lease', found)
     try:
         if params['state'] == 'acquired':
             return _acquire(params, check_mode)

@@ -159,7 +159,22 @@ def problems_of(checks):
     return [problem for problem in checks if problem]
 
 
+def invalid_result(what, problems):
+    """The failed task result for options of ``what`` that cannot be used (``problems``: the sentences), in the one shape."""
+    return dict(failed=True, msg='%s: invalid %s options: %s' % (hostname(), what, '; '.join(problems)), **failure('invalid_options'))
+
+
 def fail_if_invalid(module, what, problems):
     """Fail ``module`` (anything with fail_json) once with every problem, in the one failure shape."""
     if problems:
-        module.fail_json(msg='%s: invalid %s options: %s' % (hostname(), what, '; '.join(problems)), **failure('invalid_options'))
+        result = invalid_result(what, problems)
+        del result['failed']
+        module.fail_json(**result)
+
+
+def finish(module, result):
+    """End ``module`` with a task function's ``result``: fail_json when it says failed, else exit_json."""
+    result = dict(result)
+    if result.pop('failed', False):
+        module.fail_json(**result)
+    module.exit_json(**result)

@@ -99,17 +99,14 @@ error_side:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence_store
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence_store, validate
 
 
 def main():
     # The action plugin of the same name runs evidence_store.store on the controller; this runs it as a module, on the
     # host the task runs on.
     module = AnsibleModule(argument_spec=evidence_store.ARGUMENT_SPEC, supports_check_mode=True)
-    result = evidence_store.store(module.params, module.check_mode)
-    if result.pop('failed', False):
-        module.fail_json(**result)
-    module.exit_json(**result)
+    validate.finish(module, evidence_store.store(module.params, module.check_mode))
 
 
 if __name__ == '__main__':

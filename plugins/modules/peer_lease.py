@@ -190,16 +190,13 @@ error_side:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import lease_task
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease_task, validate
 
 
 def main():
     # The action plugin of the same name runs lease_task in the controller's worker; this runs it as a module.
     module = AnsibleModule(argument_spec=lease_task.ARGUMENT_SPEC, supports_check_mode=True)
-    result = lease_task.run(module.params, module.check_mode)
-    if result.pop('failed', False):
-        module.fail_json(**result)
-    module.exit_json(**result)
+    validate.finish(module, lease_task.run(module.params, module.check_mode))
 
 
 if __name__ == '__main__':
