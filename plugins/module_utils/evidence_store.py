@@ -52,4 +52,3 @@ def store(params, check_mode=False):
     except (evidence.EvidenceError, OSError) as exc:
         return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, exc), **failure('evidence_error'))
     return dict(changed=True, location=dest, files=files, baseline=baseline_path, baseline_written=written, **SUCCESS)
-
