@@ -108,19 +108,27 @@ def write_manifest(folder):
     return entries
 
 
-def verify_manifest(folder):
-    """Return the list of relative paths whose checksum does not match (empty when all verify)."""
-    bad = []
+def read_manifest(folder):
+    """[(digest, relative path)] of the folder's MANIFEST.sha256; ValueError for a line that is not sha256sum's."""
+    entries = []
     with open(os.path.join(folder, MANIFEST), 'r') as handle:
         for line in handle:
             line = line.rstrip('\n')
-            if not line:
-                continue
-            digest, rel = line.split('  ', 1)
-            path = os.path.join(folder, rel)
-            if not os.path.isfile(path) or sha256_file(path) != digest:
-                bad.append(rel)
-    return bad
+            if line:
+                digest, rel = line.split('  ', 1)
+                entries.append((digest, rel))
+    return entries
+
+
+def mismatches(folder, entries):
+    """The relative paths of ``entries`` whose file is missing or whose checksum does not match."""
+    return [rel for digest, rel in entries
+            if not os.path.isfile(os.path.join(folder, rel)) or sha256_file(os.path.join(folder, rel)) != digest]
+
+
+def verify_manifest(folder):
+    """Return the list of relative paths whose checksum does not match (empty when all verify)."""
+    return mismatches(folder, read_manifest(folder))
 
 
 def real_dir(path, create=False):
@@ -226,9 +234,9 @@ def unpack_bundle(tarball, folder):
         for member in members:
             if not (member.isdir() or member.isreg()):
                 raise EvidenceError('the bundle %s holds %r, which is neither a file nor a folder' % (tarball, member.name))
-            _member_path(member.name)
-        for member in sorted(members, key=lambda m: m.name):
-            path = os.path.join(folder, _member_path(member.name))
+        # Every path is checked before anything is written.
+        targets = sorted(((os.path.join(folder, _member_path(member.name)), member) for member in members), key=lambda target: target[0])
+        for path, member in targets:
             if member.isdir():
                 os.makedirs(path, 0o755, exist_ok=True)
                 continue
@@ -242,13 +250,13 @@ def unpack_bundle(tarball, folder):
     if not os.path.isfile(os.path.join(folder, MANIFEST)):
         raise EvidenceError('the bundle %s has no %s' % (tarball, MANIFEST))
     try:
-        bad = verify_manifest(folder)
+        entries = read_manifest(folder)
+        bad = mismatches(folder, entries)
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise EvidenceError('the manifest of %s cannot be read as sha256sum lines: %s' % (folder, exc))
     if bad:
         raise EvidenceError('checksums do not match in %s: %s' % (folder, ', '.join(bad)))
-    with open(os.path.join(folder, MANIFEST), 'r') as handle:
-        return [line.rstrip('\n').split('  ', 1)[1] for line in handle if '  ' in line]
+    return [rel for _digest, rel in entries]
 
 
 def replace_file(path, data, mode=0o644):

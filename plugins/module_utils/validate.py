@@ -167,9 +167,7 @@ def invalid_result(what, problems):
 def fail_if_invalid(module, what, problems):
     """Fail ``module`` (anything with fail_json) once with every problem, in the one failure shape."""
     if problems:
-        result = invalid_result(what, problems)
-        del result['failed']
-        module.fail_json(**result)
+        module.fail_json(**invalid_result(what, problems))
 
 
 def finish(module, result):

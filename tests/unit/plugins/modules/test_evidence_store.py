@@ -149,3 +149,17 @@ def test_run_as_a_module_it_keeps_the_bundle_the_same_way(tmp_path):
     assert os.readlink(link) == STAMP
     again, failed = run_module(evidence_store_module.main, {'tarball': tarball, 'dest': dest})
     assert failed and again['error_class'] == 'evidence_error'
+
+
+def test_a_name_twice_in_the_bundle_is_refused_not_written_over(tmp_path):
+    dest = tmp_path / 'node01' / STAMP
+    dest.mkdir(parents=True)
+    tarball = dest / 'twice.tar.gz'
+    with tarfile.open(str(tarball), 'w:gz') as archive:
+        for data in (b'first', b'second'):
+            info = tarfile.TarInfo('results.json')
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    result = run_action({'tarball': str(tarball), 'dest': str(dest)})
+    assert result['failed'] and result['error_class'] == 'evidence_error' and 'never overwritten' in result['msg']
+    assert (dest / 'results.json').read_bytes() == b'first'
