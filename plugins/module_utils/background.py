@@ -223,6 +223,9 @@ def _start_watchdog(pid, start_time, deadline, grace):
     return {'pid': proc.pid, 'start_time': identity['start_time'] if identity else None}
 
 
+READY_POLL = 0.02
+
+
 def start_server(argv, log_dir, port, deadline, ready_timeout=15.0, env=None, ready_text=None, name='server', grace=GRACE):
     """Start ``argv`` detached; wait until it listens on TCP ``port`` (or prints ``ready_text``).
 
@@ -231,15 +234,57 @@ def start_server(argv, log_dir, port, deadline, ready_timeout=15.0, env=None, re
     deadline_at}.  Raises ServerError when the port is taken, the server exits early or never gets
     ready; nothing of it is then left (process or directory).
     """
-    deadline = min(float(deadline), MAX_DEADLINE)
-    if port in listening_ports():
-        raise ServerError('TCP port %d is already in use on this host' % port, port_in_use=True)
-    folder = tempfile.mkdtemp(prefix='%s%s-' % (DIR_PREFIX, name), dir=log_dir)
+    outcome = start_servers([dict(argv=argv, log_dir=log_dir, port=port, deadline=deadline, ready_timeout=ready_timeout,
+                                  env=env, ready_text=ready_text, name=name, grace=grace)])[0]
+    if isinstance(outcome, ServerError):
+        raise outcome
+    return outcome
+
+
+def start_servers(specs):
+    """Start every server of ``specs`` first, then wait for all of them together.
+
+    Each spec is a dict of start_server's arguments (argv, log_dir, port, deadline; ready_timeout, env,
+    ready_text, name, grace optional).  Servers are independent, so a batch costs the slowest one's start,
+    not the sum of them.  Returns one entry per spec, in order: start_server's dict for a server that got
+    ready, the ServerError of one that did not (nothing of it is then left).  Never raises ServerError.
+    """
+    outcomes = {}
+    pending = {}
+    claimed = set(listening_ports())
+    for index, spec in enumerate(specs):
+        port = spec['port']
+        if port in claimed:
+            outcomes[index] = ServerError('TCP port %d is already in use on this host' % port, port_in_use=True)
+            continue
+        claimed.add(port)
+        try:
+            pending[index] = _launch(spec)
+        except ServerError as exc:
+            outcomes[index] = exc
+    while pending:
+        listening = listening_ports()
+        now = time.time()
+        for index, launch in list(pending.items()):
+            outcome = _readiness(launch, listening, now)
+            if outcome is not None:
+                outcomes[index] = outcome
+                del pending[index]
+        if pending:
+            time.sleep(READY_POLL)
+    return [outcomes[index] for index in range(len(specs))]
+
+
+def _launch(spec):
+    """Start one server of start_servers' ``spec`` and its watchdog; returns what _readiness needs.  Raises ServerError."""
+    argv = spec['argv']
+    deadline = min(float(spec['deadline']), MAX_DEADLINE)
+    folder = tempfile.mkdtemp(prefix='%s%s-' % (DIR_PREFIX, spec.get('name') or 'server'), dir=spec['log_dir'])
     log_path = os.path.join(folder, LOG_NAME)
     full_env = dict(os.environ)
     full_env.update(C_LOCALE)
-    if env:
-        full_env.update(env)
+    if spec.get('env'):
+        full_env.update(spec['env'])
     try:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
         try:
@@ -256,32 +301,45 @@ def start_server(argv, log_dir, port, deadline, ready_timeout=15.0, env=None, re
         output = read_log(log_path)
         shutil.rmtree(folder, ignore_errors=True)
         raise ServerError('server exited with rc=%s at once: %s' % (proc.returncode, output[-500:].strip()), output=output)
-    deadline_at = time.time() + deadline
-    watchdog = _start_watchdog(proc.pid, started['start_time'], deadline_at, grace)
-    ready_by = time.time() + ready_timeout
-    while True:
-        if proc.poll() is not None:
-            output = read_log(log_path)
-            stop_group(proc.pid, started['start_time'])
-            shutil.rmtree(folder, ignore_errors=True)
-            raise ServerError('server exited with rc=%s before it was ready on port %d: %s'
-                              % (proc.returncode, port, output[-500:].strip()), output=output)
-        ready = (ready_text in read_log(log_path)) if ready_text else (port in listening_ports())
-        if ready:
-            break
-        if time.time() >= ready_by:
-            stop_group(proc.pid, started['start_time'])
-            output = read_log(log_path)
-            shutil.rmtree(folder, ignore_errors=True)
-            waited_for = ('print %r' % ready_text) if ready_text else ('listen on port %d' % port)
-            raise ServerError('server did not %s within %.0f s: %s' % (waited_for, ready_timeout, output[-500:].strip()), output=output)
-        time.sleep(0.1)
-    # Read after readiness: by now the child has exec'd, so /proc/PID/exe is the server, not our interpreter.
-    identity = process_identity(proc.pid) or started
-    info = {'pid': proc.pid, 'pgid': proc.pid, 'start_time': identity['start_time'], 'exe': identity['exe'],
-            'log_path': log_path, 'port': port, 'argv': list(argv), 'deadline_s': int(deadline), 'deadline_at': int(deadline_at)}
-    _write_excl(os.path.join(folder, IDENTITY_NAME), json.dumps(dict(info, watchdog=watchdog), sort_keys=True).encode('utf-8'))
-    return info
+    launch = {'proc': proc, 'started': started, 'folder': folder, 'log_path': log_path, 'argv': list(argv),
+              'port': spec['port'], 'deadline': deadline, 'deadline_at': time.time() + deadline,
+              'ready_text': spec.get('ready_text'), 'ready_timeout': float(spec.get('ready_timeout', 15.0))}
+    launch['ready_by'] = time.time() + launch['ready_timeout']
+    try:
+        launch['watchdog'] = _start_watchdog(proc.pid, started['start_time'], launch['deadline_at'], spec.get('grace', GRACE))
+    except ServerError:
+        stop_group(proc.pid, started['start_time'])
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return launch
+
+
+def _readiness(launch, listening, now):
+    """start_server's dict once the server of ``launch`` is ready, a ServerError once it cannot be, else None."""
+    proc, started, folder, log_path, port = launch['proc'], launch['started'], launch['folder'], launch['log_path'], launch['port']
+    ready_text = launch['ready_text']
+    if proc.poll() is not None:
+        output = read_log(log_path)
+        stop_group(proc.pid, started['start_time'])
+        shutil.rmtree(folder, ignore_errors=True)
+        return ServerError('server exited with rc=%s before it was ready on port %d: %s'
+                           % (proc.returncode, port, output[-500:].strip()), output=output)
+    if (ready_text in read_log(log_path)) if ready_text else (port in listening):
+        # Read after readiness: by now the child has exec'd, so /proc/PID/exe is the server, not our interpreter.
+        identity = process_identity(proc.pid) or started
+        info = {'pid': proc.pid, 'pgid': proc.pid, 'start_time': identity['start_time'], 'exe': identity['exe'],
+                'log_path': log_path, 'port': port, 'argv': launch['argv'], 'deadline_s': int(launch['deadline']),
+                'deadline_at': int(launch['deadline_at'])}
+        _write_excl(os.path.join(folder, IDENTITY_NAME), json.dumps(dict(info, watchdog=launch['watchdog']), sort_keys=True).encode('utf-8'))
+        return info
+    if now >= launch['ready_by']:
+        stop_group(proc.pid, started['start_time'])
+        output = read_log(log_path)
+        shutil.rmtree(folder, ignore_errors=True)
+        waited_for = ('print %r' % ready_text) if ready_text else ('listen on port %d' % port)
+        return ServerError('server did not %s within %.0f s: %s' % (waited_for, launch['ready_timeout'], output[-500:].strip()),
+                           output=output)
+    return None
 
 
 def stop_group(pid, start_time, grace=GRACE):

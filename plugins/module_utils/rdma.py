@@ -528,6 +528,19 @@ def read_infiniband_port(port_dir, counters=False):
     return port
 
 
+def rdma_pci_addresses(sysfs_root='/sys'):
+    """Sorted PCI addresses (BDF) of the RDMA devices under <sysfs_root>/class/infiniband (read_infiniband_sysfs's
+    ``pci_address``, without reading the rest); [] without RDMA devices."""
+    base = os.path.join(sysfs_root, 'class', 'infiniband')
+    found = set()
+    for name in _listdir(base) or ():
+        device_dir = os.path.join(base, name)
+        address = _pci_address(device_dir) if os.path.isdir(device_dir) else None
+        if address:
+            found.add(address)
+    return sorted(found)
+
+
 def read_infiniband_sysfs(sysfs_root='/sys', counters=False):
     """Read <sysfs_root>/class/infiniband -> {devices: {NAME: {fw_ver, hca_type, board_id, node_guid,
     node_type, netdevs, numa_node, pci_address, ports: {N: {...read_infiniband_port...}}}}}.

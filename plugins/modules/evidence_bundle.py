@@ -22,6 +22,9 @@ description:
     C(/a/b) and C(/a_b), or a O(files) entry named like a command's output) are an error.
   - Each command runs in a session of its own that is stopped (SIGTERM, SIGKILL 2 s later) at its O(commands[].timeout);
     no coreutils C(timeout) is needed, and C(timed_out) in RV(commands) says whether it was hit.
+  - Up to O(workers) commands run at once. Commands that name the same device (the argument after C(-d), as the MFT tools
+    C(flint), C(mlxconfig) and C(mlxlink) take it) run one after another, in their order, since those tools lock the device
+    while they read it. RV(commands) keeps the order of O(commands) whatever order they ran in.
   - Every file is fsynced before the bundle is renamed into place; C(<dest>/<node>) must be a real directory, never a symlink.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -66,6 +69,10 @@ options:
     type: list
     elements: path
     default: []
+  workers:
+    description: How many evidence commands may run at once (1 to 32; 1 runs them one after another).
+    type: int
+    default: 4
 notes:
   - In check mode nothing is run or written; the module returns what it would collect.
 attributes:
@@ -115,6 +122,7 @@ commands:
   elements: dict
 '''
 
+import concurrent.futures
 import json
 import os
 
@@ -124,6 +132,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils import validate as
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname, render_cmd, run_with_deadline
 
 MAX_COMMAND_TIMEOUT = 3600
+MAX_WORKERS = 32
 
 
 def path_entry_name(path):
@@ -146,6 +155,8 @@ def check_plan(params):
             problems.append(checks.check_binary('%s argv[0]' % what, spec['argv'][0]))
         problems.append(checks.check_timeout('%s timeout' % what, spec['timeout'], maximum=MAX_COMMAND_TIMEOUT))
         entries.append(('commands/%s' % spec['name'], what))
+    if not 1 <= params['workers'] <= MAX_WORKERS:
+        problems.append('workers must be from 1 to %d, got %d' % (MAX_WORKERS, params['workers']))
     for index, path in enumerate(params['paths']):
         entries.append((path_entry_name(path), 'paths[%d] (%s)' % (index, path)))
     for rel in params['files']:
@@ -174,6 +185,39 @@ def run_evidence_command(module, spec):
     return record, result.stdout
 
 
+def command_lanes(commands):
+    """The indexes of ``commands`` in lanes that may run side by side: commands naming the same device (the argument
+    after ``-d``) share a lane, in their order; every other command has a lane of its own.  Lanes in first-use order."""
+    lanes = []
+    by_device = {}
+    for index, spec in enumerate(commands):
+        argv = [str(arg) for arg in spec['argv']]
+        device = argv[argv.index('-d') + 1] if '-d' in argv[:-1] else None
+        if device is None:
+            lanes.append([index])
+        elif device in by_device:
+            by_device[device].append(index)
+        else:
+            by_device[device] = [index]
+            lanes.append(by_device[device])
+    return lanes
+
+
+def run_evidence_commands(module, commands, workers):
+    """[(record, stdout)] of every command, in the order of ``commands``; up to ``workers`` lanes at once."""
+    outcomes = [None] * len(commands)
+
+    def run_lane(lane):
+        for index in lane:
+            outcomes[index] = run_evidence_command(module, commands[index])
+
+    lanes = command_lanes(commands)
+    if lanes:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(lanes))) as pool:
+            list(pool.map(run_lane, lanes))   # list(): a lane's exception is raised here, not lost
+    return outcomes
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -187,6 +231,7 @@ def main():
             )),
             files=dict(type='dict', default={}),
             paths=dict(type='list', elements='path', default=[]),
+            workers=dict(type='int', default=4),
         ),
         supports_check_mode=True,
     )
@@ -208,8 +253,7 @@ def main():
 
     files = {}
     records = []
-    for spec in params['commands']:
-        record, out = run_evidence_command(module, spec)
+    for spec, (record, out) in zip(params['commands'], run_evidence_commands(module, params['commands'], params['workers'])):
         records.append(record)
         if not record['missing']:
             files['commands/%s' % spec['name']] = out

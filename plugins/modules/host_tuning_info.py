@@ -39,6 +39,12 @@ options:
     type: list
     elements: str
     default: []
+  irq_rdma_devices:
+    description:
+      - Also check the interrupt placement of every RDMA device under O(sysfs_root)C(/class/infiniband) (its C(device) link's
+        PCI address), beside O(irq_devices), so this read needs nothing from M(gpufleet.netval.rdma_info) and can run beside it.
+    type: bool
+    default: false
   memlock_user:
     description: The user the tests run as; RV(memlock_login) is the locked-memory limit of a login session of this user.
     type: str
@@ -140,7 +146,7 @@ import pwd
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning, irq
+from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning, irq, rdma
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
@@ -234,6 +240,7 @@ def main():
             sysfs_root=dict(type='path', default='/sys'),
             procfs_root=dict(type='path', default='/proc'),
             irq_devices=dict(type='list', elements='str', default=[]),
+            irq_rdma_devices=dict(type='bool', default=False),
             memlock_user=dict(type='str', default='root'),
             memlock_login_shell=dict(type='bool', default=True),
             limits_dir=dict(type='path', default='/etc/security'),
@@ -262,14 +269,19 @@ def main():
         module.fail_json(msg='%s: %s (read from %s)' % (hostname(), exc, ', '.join(sorted(sources.values()))))
 
     placement = {}
-    if module.params['irq_devices']:
+    irq_devices = list(module.params['irq_devices'])
+    if module.params['irq_rdma_devices']:
+        # An address sysfs spells otherwise (uevent of an odd device) is left out, not a failed read.
+        irq_devices.extend(address for address in rdma.rdma_pci_addresses(sysfs)
+                           if checks.fullmatch(_BDF, address) and address not in irq_devices)
+    if irq_devices:
         sources['interrupts'] = os.path.join(procfs, 'interrupts')
         text = _read(module, sources['interrupts'], required=False)
         try:
             interrupts = irq.parse_proc_interrupts(text) if text is not None else None
         except ParseError as exc:
             module.fail_json(msg='%s: %s (read from %s)' % (hostname(), exc, sources['interrupts']))
-        for bdf in module.params['irq_devices']:
+        for bdf in irq_devices:
             if not checks.fullmatch(_BDF, bdf):
                 module.fail_json(msg='%s: irq_devices entry %r is not a PCI address like 0000:1b:00.0' % (hostname(), bdf))
             numa = irq.read_pci_numa(bdf, sysfs)

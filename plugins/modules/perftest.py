@@ -27,8 +27,9 @@ description:
     C(completion_error), C(argument_error), C(port_in_use), C(timeout), C(parse_error), C(tool_missing), C(invalid_options),
     C(unknown_error)) with RV(error_side) saying whose fault that class is, and the message names the host, the command line,
     the class and what to check.
-  - With O(sessions) one call starts, runs or stops several sessions of the same test (one per HCA, say) one after the other;
-    each session's outcome is an entry of RV(servers), RV(clients) or RV(stops).
+  - With O(sessions) one call starts, runs or stops several sessions of the same test (one per HCA, say); servers are started
+    side by side and the call returns once every one listens (or failed), clients run one after the other unless O(concurrent).
+    Each session's outcome is an entry of RV(servers), RV(clients) or RV(stops).
   - The server and the client must be given the same test options (size, duration, qps, bidirectional, report_gbits, rdma_cm...);
     perftest exchanges them and refuses a mismatch.
 author:
@@ -164,14 +165,14 @@ options:
     default: /tmp
   sessions:
     description:
-      - Several sessions of the same test in one call, one after the other, in place of the single-session options O(server),
+      - Several sessions of the same test in one call, in place of the single-session options O(server),
         O(device), O(ib_port), O(port), O(gid_index), O(use_cuda), O(timeout), O(pid), O(start_time), O(exe) and O(log_path)
         (mutually exclusive with them); every other option is shared by all sessions.
       - Each item is a dict. C(id) is an opaque label (a non-empty string, unique in the call) echoed back in its entry of the result;
         the other keys mean what the single-session options of the same names mean, and an optional one may be absent or null
         (O(port) then defaults to 18515).
       - With O(role=server) and O(state=started), the keys are C(id), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda) and
-        C(timeout) (the server's deadline), ports distinct; every server is started and RV(servers) lists them.
+        C(timeout) (the server's deadline), ports distinct; every server is started, all at once, and RV(servers) lists them.
       - With O(role=server) and O(state=stopped), the keys are C(id), C(pid), C(start_time), C(exe) and C(log_path); other keys are
         ignored, so the RV(servers) entries of the start can be passed back as they are. Every server is stopped and RV(stops)
         lists what each stop found; like a single stop, this never fails the host (a malformed key is warned about and left out).
@@ -684,31 +685,39 @@ def server_deadline(params):
     return params['timeout'] or SERVER_DEFAULT_DEADLINE
 
 
-def start_server(module, binary, params):
-    """Start one server detached; returns its result (changed when it started, failed and msg when it did not)."""
-    argv = [binary] + perftest.build_perftest_argv(params)
-    cmd = render_cmd(argv)
-    deadline = server_deadline(params)
-    common = dict(cmd=cmd, argv=argv, port=params['port'], timeout=int(deadline))
+def start_servers(module, binary, batch):
+    """Start the servers of ``batch`` side by side (background.start_servers); returns their results in order (changed
+    when one started, failed and msg when it did not)."""
+    commons, specs = [], []
+    for params in batch:
+        argv = [binary] + perftest.build_perftest_argv(params)
+        deadline = server_deadline(params)
+        commons.append(dict(cmd=render_cmd(argv), argv=argv, port=params['port'], timeout=int(deadline)))
+        # perftest prints this banner once it waits for a client, in every connection mode.
+        specs.append(dict(argv=argv, log_dir=params['log_dir'], port=params['port'], deadline=deadline,
+                          ready_timeout=params['ready_timeout'],
+                          ready_text='Waiting for client to connect' if params['rdma_cm'] else None,
+                          name='perftest-%s-p%d' % (params['test'], params['port'])))
     if module.check_mode:
-        return dict(common, changed=True, **SUCCESS)
-    # perftest prints this banner once it waits for a client, in every connection mode.
-    ready_text = 'Waiting for client to connect' if params['rdma_cm'] else None
-    try:
-        info = background.start_server(argv, params['log_dir'], params['port'], deadline, ready_timeout=params['ready_timeout'],
-                                       ready_text=ready_text, name='perftest-%s-p%d' % (params['test'], params['port']))
-    except background.ServerError as exc:
-        parsed, dummy = parse_or_none(exc.output)
-        if exc.port_in_use:
+        return [dict(common, changed=True, **SUCCESS) for common in commons]
+    return [server_result(params, common, outcome)
+            for params, common, outcome in zip(batch, commons, background.start_servers(specs))]
+
+
+def server_result(params, common, outcome):
+    """The result of one server start from what background.start_servers gave for it (its dict, or a ServerError)."""
+    if isinstance(outcome, background.ServerError):
+        parsed, dummy = parse_or_none(outcome.output)
+        if outcome.port_in_use:
             error_class = 'port_in_use'
-            detail = 'TCP port %d is already in use on %s: %s' % (params['port'], hostname(), exc)
+            detail = 'TCP port %d is already in use on %s: %s' % (params['port'], hostname(), outcome)
         else:
             error_class = parsed['error_class'] if parsed and parsed['error_class'] else 'unknown_error'
-            detail = str(exc)
-        return classified(error_class, cmd, detail, output=exc.output, perftest=parsed, argv=argv, port=params['port'],
-                          timeout=int(deadline), changed=False)
-    return dict(common, changed=True, pid=info['pid'], pgid=info['pgid'], start_time=info['start_time'], exe=info['exe'],
-                log_path=info['log_path'], deadline_at=info['deadline_at'], **SUCCESS)
+            detail = str(outcome)
+        return classified(error_class, common['cmd'], detail, output=outcome.output, perftest=parsed, argv=common['argv'],
+                          port=params['port'], timeout=common['timeout'], changed=False)
+    return dict(common, changed=True, pid=outcome['pid'], pgid=outcome['pgid'], start_time=outcome['start_time'],
+                exe=outcome['exe'], log_path=outcome['log_path'], deadline_at=outcome['deadline_at'], **SUCCESS)
 
 
 def stop_server(module, params, label='perftest stop', deadline=None):
@@ -749,7 +758,7 @@ def stop_server(module, params, label='perftest stop', deadline=None):
 
 
 def run_sessions(module, batch):
-    """Run every session of ``batch`` one after the other; returns their results in order."""
+    """Run every session of ``batch``: servers start side by side, clients in turn (or at once); returns their results in order."""
     params = module.params
     form = form_of(params)
     if form == 'stopped':
@@ -768,7 +777,7 @@ def run_sessions(module, batch):
             with concurrent.futures.ThreadPoolExecutor(max_workers=len(batch)) as pool:
                 return list(pool.map(lambda merged: run_client(module, runner, binary, merged), batch))
         return [run_client(module, runner, binary, merged) for merged in batch]
-    return [start_server(module, binary, merged) for merged in batch]
+    return start_servers(module, binary, batch)
 
 
 def batch_entry(merged, result, keys):

@@ -49,6 +49,7 @@ BASE = {
     'drift_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}, 'textfile_dir': '{tmp}/prom'},
     'evidence_store': {'tarball': '{tmp}/ev/b.tar.gz', 'dest': '{tmp}/ev', 'baseline': {}, 'baseline_link': '{tmp}/baseline'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},
+    'parallel_reads': {'reads': {'rdma': {'module': 'gpufleet.netval.rdma_info', 'args': {'sysfs_root': '{tmp}'}}}, 'required': ['rdma']},
 }
 
 
@@ -157,6 +158,10 @@ def run_recorded(name, args):
         argvs.append([str(a) for a in argv])
         raise background.ServerError('recorded by the hostile argument test')
 
+    def fake_start_servers(specs):
+        argvs.extend([str(a) for a in spec['argv']] for spec in specs)
+        return [background.ServerError('recorded by the hostile argument test') for _spec in specs]
+
     def fake_run_with_deadline(argv, timeout, grace=2.0):
         argvs.append([str(a) for a in argv])
         return runner.CommandResult(argv, 0, '', '')
@@ -164,7 +169,8 @@ def run_recorded(name, args):
     set_module_args(args)
     with mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
                              get_bin_path=lambda self, arg, required=False, opt_dirs=None: '/usr/bin/%s' % os.path.basename(arg)):
-        with mock.patch.object(background, 'start_server', fake_start_server), mock.patch.object(runner, 'capture', fake_capture), \
+        with mock.patch.object(background, 'start_server', fake_start_server), mock.patch.object(background, 'start_servers', fake_start_servers), \
+                mock.patch.object(runner, 'capture', fake_capture), \
                 mock.patch.object(evidence_bundle, 'run_with_deadline', fake_run_with_deadline):
             try:
                 module.main()

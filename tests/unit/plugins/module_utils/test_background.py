@@ -87,6 +87,39 @@ def test_server_that_never_listens_is_killed(tmp_path):
     assert not background.pid_alive(int(pidfile.read_text()))
 
 
+# Listens only after a second, as a slow server would: a batch of them started one after another would take a second each.
+SLOW_LISTENER = 'import time; time.sleep(1.0)\n' + LISTENER
+
+
+def test_a_batch_starts_side_by_side_and_each_outcome_stays_in_its_place(tmp_path):
+    ports = [free_port() for _index in range(4)]
+    specs = [dict(argv=[sys.executable, '-c', SLOW_LISTENER, str(port)], log_dir=str(tmp_path), port=port, deadline=60)
+             for port in ports]
+    # Second place: exits before it listens.  Last place: asks for the first one's port again.
+    specs[1] = dict(specs[1], argv=[sys.executable, '-c', 'import sys; print("no device", flush=True); sys.exit(3)'])
+    specs.append(dict(specs[0], name='twice'))
+    begin = time.time()
+    outcomes = background.start_servers(specs)
+    elapsed = time.time() - begin
+    try:
+        assert [type(outcome).__name__ for outcome in outcomes] == ['dict', 'ServerError', 'dict', 'dict', 'ServerError']
+        # Three one-second starts side by side: well under the three seconds of one after another.
+        assert elapsed < 2.5, elapsed
+        assert [outcome['port'] for outcome in outcomes if isinstance(outcome, dict)] == [ports[0], ports[2], ports[3]]
+        assert 'no device' in outcomes[1].output and not outcomes[1].port_in_use
+        assert outcomes[4].port_in_use and 'port %d' % ports[0] in str(outcomes[4])
+        for outcome in outcomes:
+            if isinstance(outcome, dict):
+                assert background.is_ours(outcome['pid'], outcome['start_time'], outcome['exe'])
+                assert outcome['port'] in background.listening_ports()
+    finally:
+        for outcome in outcomes:
+            if isinstance(outcome, dict):
+                assert background.stop_server(outcome['pid'], log_path=outcome['log_path'])['stopped']
+    # Only the started servers' folders existed, and their stops removed them.
+    assert os.listdir(str(tmp_path)) == []
+
+
 def test_stopping_a_server_that_is_gone_is_fine(tmp_path):
     result = background.stop_server(2 ** 22 + 12345, 12345)
     assert result['state'] == 'exited' and result['stopped'] and not result['was_running'] and not result['signalled']

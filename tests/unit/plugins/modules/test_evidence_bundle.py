@@ -94,3 +94,38 @@ def test_bad_node_name_and_timestamp_are_refused(tmp_path):
     assert failed and 'node must be one file name' in result['msg']
     result, failed = run_module(evidence_bundle.main, args(tmp_path, timestamp='yesterday'))
     assert failed and 'timestamp' in result['msg']
+
+
+def test_commands_on_one_device_share_a_lane_in_their_order():
+    commands = [{'argv': ['dmidecode']}, {'argv': ['flint', '-d', '0000:1b:00.0', 'q']}, {'argv': ['lspci', '-vvv']},
+                {'argv': ['mlxconfig', '-d', '0000:1b:00.0', 'q']}, {'argv': ['flint', '-d', '0000:2a:00.0', 'q']},
+                {'argv': ['mlxlink', '-d', '0000:1b:00.0', '-m']}, {'argv': ['odd', '-d']}]
+    assert evidence_bundle.command_lanes(commands) == [[0], [1, 3, 5], [2], [4], [6]]
+
+
+def test_commands_run_side_by_side_one_device_at_a_time_and_are_recorded_in_order(tmp_path, bin_dir):
+    # Each stand-in notes when it began and ended; one device's commands must never overlap, the rest may.
+    spans = tmp_path / 'spans'
+    stand_in(bin_dir, 'slow', 'begin = time.time(); time.sleep(0.6)\n'
+             'fd = os.open(%r, os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n'
+             'os.write(fd, ("%%s %%f %%f\\n" %% ("/".join(sys.argv[1:]), begin, time.time())).encode()); os.close(fd)\n'
+             'print(" ".join(sys.argv[1:]))' % str(spans))
+    commands = [{'name': 'a.txt', 'argv': ['slow', 'a']}, {'name': 'd1.txt', 'argv': ['slow', '-d', 'dev0', 'first']},
+                {'name': 'b.txt', 'argv': ['slow', 'b']}, {'name': 'd2.txt', 'argv': ['slow', '-d', 'dev0', 'second']},
+                {'name': 'c.txt', 'argv': ['slow', 'c']}]
+    begin = time.time()
+    result, failed = run_module(evidence_bundle.main, args(tmp_path, files={}, commands=commands, workers=4), bin_dir=str(bin_dir))
+    elapsed = time.time() - begin
+    assert not failed, result
+    assert [record['name'] for record in result['commands']] == [spec['name'] for spec in commands]
+    assert all(record['rc'] == 0 for record in result['commands'])
+    assert (tmp_path / 'ev' / 'node01' / STAMP / 'commands' / 'd2.txt').read_text() == '-d dev0 second\n'
+    # Five 0.6-s commands one after another take 3 s; in lanes, the device's two in turn bound it at about 1.2 s.
+    assert elapsed < 2.6, elapsed
+    ran = dict((line.split()[0], (float(line.split()[1]), float(line.split()[2]))) for line in spans.read_text().splitlines())
+    assert ran['-d/dev0/first'][1] <= ran['-d/dev0/second'][0]
+
+
+def test_workers_out_of_range_are_refused_before_anything_runs(tmp_path, bin_dir):
+    result, failed = run_module(evidence_bundle.main, args(tmp_path, workers=0), bin_dir=str(bin_dir))
+    assert failed and 'workers must be from 1 to 32, got 0' in result['msg'] and result['_ran'] == []

@@ -78,6 +78,30 @@ def test_irq_placement_against_the_nic_numa_node(tmp_path):
     assert failed and 'not a PCI address' in result['msg']
 
 
+def test_irq_rdma_devices_reads_the_rdma_devices_pci_addresses_from_sysfs(tmp_path):
+    proc, sys_root = make_tree(tmp_path)
+    (tmp_path / 'proc' / 'interrupts').write_text(
+        '           CPU0       CPU1\n'
+        '  85:       1200          0  IR-PCI-MSIX-0000:1b:00.0    1-edge      mlx5_comp0@pci:0000:1b:00.0\n')
+    (tmp_path / 'proc' / 'irq' / '85').mkdir(parents=True)
+    (tmp_path / 'proc' / 'irq' / '85' / 'smp_affinity_list').write_text('1\n')
+    dev = tmp_path / 'sys' / 'bus' / 'pci' / 'devices' / '0000:1b:00.0'
+    dev.mkdir(parents=True)
+    (dev / 'numa_node').write_text('0\n')
+    (dev / 'local_cpulist').write_text('0\n')
+    # The kernel's layout: class/infiniband/<dev>/device links to the PCI function.
+    ib = tmp_path / 'sys' / 'class' / 'infiniband' / 'mlx5_0'
+    ib.mkdir(parents=True)
+    (ib / 'device').symlink_to(dev)
+    args = {'procfs_root': proc, 'sysfs_root': sys_root}
+    result, failed = run_module(host_tuning_info.main, args)
+    assert not failed and result['irq_placement'] == {}
+    result, failed = run_module(host_tuning_info.main, dict(args, irq_rdma_devices=True, irq_devices=['0000:1b:00.0']))
+    assert not failed, result
+    assert list(result['irq_placement']) == ['0000:1b:00.0']
+    assert result['irq_placement']['0000:1b:00.0']['off_node'] == ['85']
+
+
 def limits_tree(tmp_path, dropin):
     security = tmp_path / 'security'
     (security / 'limits.d').mkdir(parents=True)
