@@ -60,9 +60,13 @@ def prediction_costs(lab):
     (scripts/task_costs.py): each node held the peer 35.6 s for 24.7 s of planned test time in 17 module calls and 21
     sessions (a call ~0.5 s, a session's start ~0.1 s beyond its duration), and the run took 18.6 s beyond its tests
     (a node's preflight, verdict, evidence and report ~15 s, the play's own ~4 s).
+
+    The lab runs every host's modules and emulated tools on this machine's cores beside the controller, so it carries
+    about one node per core at full speed (parallel_nodes): with 2 it predicted the 2026-12-04 N=16 matrix on this
+    machine at 689, 406 and 308 s against 703, 407 and 288-301 s taken on 1, 2 and 4 peers (160-584 s without).
     """
     dcgmi = float(lab.get('dcgmi_seconds') or 0)
-    return {'call_s': 0.5, 'session_s': 0.1, 'node_fixed_s': 15, 'run_fixed_s': 4,
+    return {'call_s': 0.5, 'session_s': 0.1, 'node_fixed_s': 15, 'run_fixed_s': 4, 'parallel_nodes': os.cpu_count() or 1,
             'untimed_s': {'perftest': 1, 'jumbo_ping': 5, 'nccl_tests': 3, 'dcgmi_diag': dict((level, dcgmi) for level in (1, 2, 3, 4))}}
 
 

@@ -53,7 +53,9 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: C(peer_s), C(local_s) (seconds), C(calls) and C(sessions); C(error) when the node has no prediction.
+  description:
+    - C(peer_s), C(local_s) (seconds), C(calls), C(sessions) and C(peer_overhead_s) (the calls and session set-ups within
+      C(peer_s), what load stretches); C(error) when the node has no prediction.
   type: dict
 '''
 

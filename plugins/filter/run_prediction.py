@@ -13,6 +13,9 @@ description:
   - Plays the run's work queue forward from every node's plan seconds (P(gpufleet.netval.plan_seconds#filter)) - each node
     takes, of the healthy peers it may use, the one that frees first; its peer-independent tests fill the wait or follow -
     and adds the fixed costs per node and per run.
+  - With the cost C(parallel_nodes) (how many nodes' orchestration the controller carries at full speed, capped at O(forks)),
+    the fixed costs of N nodes stretch by N / parallel_nodes and the calls of the nodes that hold peers at once by their
+    number / parallel_nodes (never below once); the tests' durations never stretch.
   - A node that will take no peer (C(netval_tests_skipped), blocked in preflight) costs only its fixed time.
   - Never fails the run - costs it cannot use give C(error) instead of a prediction.
 author:
@@ -31,6 +34,9 @@ options:
     description: Whether the peer-independent tests fill the wait (validate.yml's C(netval_local_tests_while_waiting)).
     type: bool
     default: true
+  forks:
+    description: Ansible's forks (C(ansible_forks)); no more nodes than this are ever worked on at once, so it caps C(parallel_nodes).
+    type: int
 '''
 
 EXAMPLES = r'''
@@ -44,7 +50,8 @@ RETURN = r'''
 _value:
   description:
     - C(predicted_s) (the whole run), C(tests_s) (from the first peer test to the last test), C(peers), C(rounds),
-      C(waiting_nodes), and C(nodes) - per node C(peer) (the one it is predicted to take), C(peer_s), C(local_s),
+      C(waiting_nodes), C(load) (C(parallel_nodes), C(fixed_factor) and C(queue_factor), how much load stretches the fixed
+      costs and the calls), and C(nodes) - per node C(peer) (the one it is predicted to take), C(peer_s), C(local_s),
       C(start_s) and C(end_s) (seconds from the start of the tests); C(error) alone when there is no prediction.
   type: dict
 '''

@@ -11,6 +11,13 @@ local tests fill the wait (or follow the peer tests when it got one at once).
 The costs (seconds per module call, per session, typical seconds of a test the
 profile gives no duration) are data measured on the site: playbooks/vars/prediction.yml,
 overridden by the inventory's netval_prediction_costs.  No Ansible import.
+
+The controller carries a bounded number of nodes' orchestration at full speed
+(``parallel_nodes``, never more than ansible's forks): the fixed work of N nodes
+(preflight, verdict, evidence, reports), all of them at once, takes
+N / parallel_nodes times one node's, and while k nodes hold peers at once each
+call and session set-up takes k / parallel_nodes times its cost (neither below
+once).  The test durations themselves never stretch.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,6 +29,8 @@ from collections.abc import Mapping
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, peer_policy, plan
 
 COST_KEYS = ('call_s', 'session_s', 'node_fixed_s', 'run_fixed_s', 'untimed_s')
+# Optional: without it the controller is taken to carry every node at full speed (no load term).
+LOAD_KEY = 'parallel_nodes'
 
 
 class PredictionError(ValueError):
@@ -42,6 +51,10 @@ def check_costs(costs):
     if missing:
         raise PredictionError('prediction costs lack %s' % ', '.join(missing))
     checked = dict((key, _number(costs[key], key)) for key in COST_KEYS if key != 'untimed_s')
+    if costs.get(LOAD_KEY) is not None:
+        checked[LOAD_KEY] = _number(costs[LOAD_KEY], LOAD_KEY)
+        if checked[LOAD_KEY] < 1:
+            raise PredictionError('prediction cost %s must be at least 1 node, got %r' % (LOAD_KEY, costs[LOAD_KEY]))
     untimed = costs['untimed_s']
     if not isinstance(untimed, dict):
         raise PredictionError('prediction cost untimed_s must map a module to seconds, got %r' % (untimed,))
@@ -71,11 +84,12 @@ def _session_s(run, module, costs):
 
 
 def plan_seconds(plan, costs):
-    """{peer_s, local_s, calls, sessions} of one node's tier plan (plan.tier_test_plan's result)."""
+    """{peer_s, local_s, calls, sessions, peer_overhead_s} of one node's tier plan (plan.tier_test_plan's result);
+    peer_overhead_s is the part of peer_s that is calls and session set-up, what load stretches."""
     costs = check_costs(costs)
     if not isinstance(plan, dict) or not isinstance(plan.get('runs'), dict):
         raise PredictionError('a test plan (test_plan filter) is needed, got %r' % (type(plan).__name__,))
-    out = {'peer_s': 0.0, 'local_s': 0.0, 'calls': 0, 'sessions': 0}
+    out = {'peer_s': 0.0, 'local_s': 0.0, 'calls': 0, 'sessions': 0, 'peer_overhead_s': 0.0}
     for name, runs in plan['runs'].items():
         try:
             entry = catalogue.test(name)
@@ -99,6 +113,8 @@ def plan_seconds(plan, costs):
         out[key] += seconds + calls * costs['call_s']
         out['calls'] += calls
         out['sessions'] += len(sessions)
+        if key == 'peer_s':
+            out['peer_overhead_s'] += calls * costs['call_s'] + len(sessions) * costs['session_s']
     return out
 
 
@@ -112,35 +128,54 @@ def node_plan_seconds(profile, live_ports, gpu_pairs, options, costs):
         made = plan.tier_test_plan(profile, live_ports, live_ports, gpu_pairs, dict(options or {}, phase='all'))
         return plan_seconds(made, costs)
     except (PredictionError, plan.PlanError, catalogue.CatalogueError, TypeError, ValueError, KeyError) as exc:
-        return {'peer_s': 0.0, 'local_s': 0.0, 'calls': 0, 'sessions': 0, 'error': str(exc)}
+        return {'peer_s': 0.0, 'local_s': 0.0, 'calls': 0, 'sessions': 0, 'peer_overhead_s': 0.0, 'error': str(exc)}
 
 
-def predict_run(nodes, peers, costs, local_while_waiting=True):
+def load_factors(costs, node_count, holding, forks=None):
+    """{parallel_nodes, fixed_factor, queue_factor}: how much the fixed work of ``node_count`` nodes at once and the calls
+    of ``holding`` nodes holding peers at once stretch on a controller that carries ``parallel_nodes`` at full speed
+    (capped at ``forks``); 1.0 each with neither."""
+    parallel = costs.get(LOAD_KEY)
+    if forks:
+        parallel = min(parallel, float(forks)) if parallel else float(forks)
+    if not parallel:
+        return {'parallel_nodes': None, 'fixed_factor': 1.0, 'queue_factor': 1.0}
+    return {'parallel_nodes': parallel, 'fixed_factor': round(max(1.0, node_count / parallel), 3),
+            'queue_factor': round(max(1.0, holding / parallel), 3)}
+
+
+def predict_run(nodes, peers, costs, local_while_waiting=True, forks=None):
     """The run's predicted wall time from every node's plan seconds.
 
-    ``nodes``: [{node, peer_s, local_s, takes_peer, peers, grow}] in the order they ask for a peer; ``peers`` (optional per
+    ``nodes``: [{node, peer_s, local_s, takes_peer, peers, grow, peer_overhead_s}] in the order they ask for a peer; ``peers`` (optional per
     node) are the peers it may take, default all; a node that takes no peer (blocked in preflight) costs only its fixed
     time; ``grow`` (netval_promote_accepted): it may also take a node measured before it, from when that one's tests end
     (the prediction takes every node as accepted: a reject only makes the pool grow slower).  ``peers``: the healthy
     peers' names.  Each node takes, of its peers, the one that frees first.  Returns {predicted_s, tests_s, peers,
     rounds, waiting_nodes, nodes: {name: {peer, peer_s, local_s, start_s, end_s, round}}}: start_s when its peer tests
     start, end_s when its last test ends, both from the start of the tests, round how many nodes were measured one
-    after the other before it on its chain of peers, plus one; predicted_s adds the fixed costs.
+    after the other before it on its chain of peers, plus one; predicted_s adds the fixed costs.  ``load`` gives
+    load_factors: each node's peer_overhead_s (its calls and set-ups) stretches by queue_factor, the fixed costs per node
+    by fixed_factor (``forks``: ansible's, which caps parallel_nodes).
     """
     costs = check_costs(costs)
     if not isinstance(peers, (list, tuple)) or not all(isinstance(p, str) and p for p in peers):
         raise PredictionError('peers must be a list of peer names, got %r' % (peers,))
+    entries = list(nodes or [])
+    takers = sum(1 for entry in entries if isinstance(entry, dict) and entry.get('takes_peer', True))
+    load = load_factors(costs, len(entries), min(takers, len(peers)), forks)
     free = dict((peer, 0.0) for peer in peers)
     # A peer's last round: how many nodes were measured one after the other on its chain before it frees.
     last_round = dict((peer, 0) for peer in peers)
     promoted = []
     out = {}
     waiting = 0
-    for entry in nodes or []:
+    for entry in entries:
         if not isinstance(entry, dict) or not entry.get('node'):
             raise PredictionError('each node of a prediction needs its name, got %r' % (entry,))
         name = entry['node']
         peer_s, local_s = _number(entry.get('peer_s', 0.0), '%s.peer_s' % name), _number(entry.get('local_s', 0.0), '%s.local_s' % name)
+        peer_s += _number(entry.get('peer_overhead_s', 0.0), '%s.peer_overhead_s' % name) * (load['queue_factor'] - 1.0)
         candidates = [p for p in (entry.get('peers') or peers) if p in free]
         if entry.get('grow') and candidates:
             candidates += [p for p in promoted if p not in candidates]
@@ -165,13 +200,15 @@ def predict_run(nodes, peers, costs, local_while_waiting=True):
             free[name], last_round[name] = end, last_round[peer]
             promoted.append(name)
     tests_end = max([entry['end_s'] for entry in out.values()] or [0.0])
-    return {'predicted_s': round(costs['run_fixed_s'] + costs['node_fixed_s'] + tests_end, 1), 'tests_s': round(tests_end, 1),
+    fixed = costs['run_fixed_s'] + costs['node_fixed_s'] * load['fixed_factor']
+    return {'predicted_s': round(fixed + tests_end, 1), 'tests_s': round(tests_end, 1),
             'peers': len(peers), 'rounds': max([entry.get('round', 0) for entry in out.values()] or [0]), 'waiting_nodes': waiting,
-            'local_while_waiting': bool(local_while_waiting), 'costs': costs, 'nodes': out}
+            'local_while_waiting': bool(local_while_waiting), 'costs': costs, 'load': load, 'nodes': out}
 
 
-def run_prediction(hosts, costs, local_while_waiting=True):
-    """predict_run over the hosts of a play (their hostvars, in the order they ask for a peer: sorted names).
+def run_prediction(hosts, costs, local_while_waiting=True, forks=None):
+    """predict_run over the hosts of a play (their hostvars, in the order they ask for a peer: sorted names); ``forks``
+    is ansible's (ansible_forks), which caps the costs' parallel_nodes.
 
     Each host's ``netval_plan_seconds`` (plan_seconds of its plan), ``netval_healthy_peers`` and ``netval_peer`` say what it
     will run and where; one with ``netval_tests_skipped`` takes no peer; ``netval_promote_accepted`` lets one that is not
@@ -184,13 +221,23 @@ def run_prediction(hosts, costs, local_while_waiting=True):
         healthy = [p for p in host.get('netval_healthy_peers') or [] if isinstance(p, str)]
         peers.extend(p for p in healthy if p not in peers)
         nodes.append({'node': host.get('inventory_hostname'), 'peer_s': seconds.get('peer_s', 0.0), 'local_s': seconds.get('local_s', 0.0),
+                      'peer_overhead_s': seconds.get('peer_overhead_s', 0.0),
                       'takes_peer': 'netval_tests_skipped' not in host and bool(seconds),
                       'peers': peer_policy.first_peers(healthy, host.get('netval_peer') or None),
                       'grow': _true(host.get('netval_promote_accepted')) and (host.get('netval_peer') or '') not in healthy})
     try:
-        return predict_run(nodes, sorted(peers), costs, local_while_waiting)
+        return predict_run(nodes, sorted(peers), costs, local_while_waiting, _forks(forks))
     except PredictionError as exc:
         return {'error': str(exc)}
+
+
+def _forks(value):
+    """Ansible's forks as a count, or None when it is not one (never a reason for no prediction)."""
+    try:
+        forks = int(value)
+    except (TypeError, ValueError):
+        return None
+    return forks if forks >= 1 else None
 
 
 def _true(value):

@@ -183,9 +183,11 @@ def test_the_run_is_predicted_before_its_tests_each_node_shows_its_stages_and_th
     assert any('waiting for a free known-good peer' in text for text in progress)
     assert progress[-1].endswith('%d of %d nodes measured' % (len(PATTERNS), len(PATTERNS)))
     timing = summary['prediction']
-    # The prediction plans no re-test, and its costs were measured on a 2-node run (lab/netval_lab/inventory.py): this run's
-    # re-tests and ten nodes sharing the machine's cores make it longer; it must still be the right order of magnitude.
-    assert timing['retested_nodes'] and 1.0 <= timing['actual_s'] / timing['predicted_s'] <= 2.5, timing
+    # The prediction plans no re-test; its costs were measured on a 2-node run and its load term on the N=16 matrix
+    # (lab/netval_lab/inventory.py, within -2..+7 % there).  This run's re-tests (a peer hold each) make it longer, by
+    # +12 % on 2026-12-04; 0.9 leaves this machine's spread between runs of one code (about 10 %), and the upper bound
+    # holds it to what the load term explains (without it this run came out 1.44-1.50 times its prediction).
+    assert timing['retested_nodes'] and 0.9 <= timing['actual_s'] / timing['predicted_s'] <= 1.8, timing
 
 
 def test_diagnostics_run_while_nodes_wait_for_a_peer_never_beside_their_own_rdma(mixed_run):

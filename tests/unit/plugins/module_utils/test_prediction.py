@@ -95,3 +95,47 @@ def test_predicted_against_actual():
     assert prediction.compare({'predicted_s': 200.0}, 230.04) == {'predicted_s': 200.0, 'actual_s': 230.0, 'error_pct': 15.0}
     assert prediction.compare({}, 10) is None and prediction.compare({'predicted_s': 'x'}, 10) is None
     assert prediction.compare({'predicted_s': 0}, 10)['error_pct'] is None
+
+
+def test_load_stretches_the_fixed_costs_and_the_calls_never_the_test_durations():
+    costs = dict(COSTS, node_fixed_s=10.0, run_fixed_s=0.0, parallel_nodes=2)
+    # Each node: 50 s against its peer, of which 10 s are calls and set-ups.
+    entries = [dict(e, local_s=0.0, peer_overhead_s=10.0) for e in nodes(8)]
+    run = prediction.predict_run(entries, ['peer01', 'peer02', 'peer03', 'peer04'], costs)
+    # Eight nodes' fixed work at once on a controller that carries two: four times one node's.
+    assert run['load'] == {'parallel_nodes': 2.0, 'fixed_factor': 4.0, 'queue_factor': 2.0}
+    # Four nodes hold peers at once: their 10 s of calls take 20 s; the 40 s of test stay 40 s. Two rounds of 60 s.
+    assert run['nodes']['node05']['peer_s'] == 60.0 and run['tests_s'] == 120.0
+    assert run['predicted_s'] == 4 * 10.0 + 120.0
+    # One peer: one node holds it at a time, so only the fixed costs stretch.
+    single = prediction.predict_run(entries, ['peer01'], costs)
+    assert single['load']['queue_factor'] == 1.0 and single['tests_s'] == 8 * 50.0
+
+
+def test_forks_cap_the_controller_and_without_either_there_is_no_load_term():
+    entries = [dict(e, local_s=0.0, peer_overhead_s=10.0) for e in nodes(8)]
+    peers = ['peer01', 'peer02', 'peer03', 'peer04']
+    plain = dict(COSTS, node_fixed_s=10.0, run_fixed_s=0.0)
+    plain.pop('parallel_nodes', None)
+    unloaded = prediction.predict_run(entries, peers, plain)
+    assert unloaded['load'] == {'parallel_nodes': None, 'fixed_factor': 1.0, 'queue_factor': 1.0}
+    assert unloaded['predicted_s'] == 10.0 + 2 * 50.0
+    # forks 4 of a run whose costs say 20: four nodes at once at most.
+    capped = prediction.predict_run(entries, peers, dict(plain, parallel_nodes=20), forks=4)
+    assert capped['load'] == {'parallel_nodes': 4.0, 'fixed_factor': 2.0, 'queue_factor': 1.0}
+    assert prediction.load_factors(plain, 8, 4, forks=2) == {'parallel_nodes': 2.0, 'fixed_factor': 4.0, 'queue_factor': 2.0}
+    with pytest.raises(prediction.PredictionError, match='parallel_nodes must be at least 1'):
+        prediction.check_costs(dict(COSTS, parallel_nodes=0.5))
+
+
+def test_the_plan_names_its_calls_and_set_ups_and_hostvars_carry_them_with_the_forks():
+    counted = seconds_400g()
+    # Every peer test's calls and set-ups, and nothing of dcgmi (the one local test: one call, one session).
+    assert 0 < counted['peer_overhead_s'] < counted['peer_s']
+    assert counted['peer_overhead_s'] == pytest.approx(
+        (counted['calls'] - 1) * COSTS['call_s'] + (counted['sessions'] - 1) * COSTS['session_s'])
+    hosts = [{'inventory_hostname': 'node%02d' % i, 'netval_plan_seconds': {'peer_s': 40, 'local_s': 0, 'peer_overhead_s': 10},
+              'netval_healthy_peers': ['peer01', 'peer02']} for i in (1, 2, 3, 4)]
+    costs = dict(COSTS, node_fixed_s=0.0, run_fixed_s=0.0, parallel_nodes=20)
+    assert prediction.run_prediction(hosts, costs, forks='1')['nodes']['node01']['peer_s'] == 50.0
+    assert prediction.run_prediction(hosts, costs, forks='many')['nodes']['node01']['peer_s'] == 40.0
