@@ -247,39 +247,58 @@ def start_servers(specs):
     Each spec is a dict of start_server's arguments (argv, log_dir, port, deadline; ready_timeout, env,
     ready_text, name, grace optional).  Servers are independent, so a batch costs the slowest one's start,
     not the sum of them.  Returns one entry per spec, in order: start_server's dict for a server that got
-    ready, the ServerError of one that did not (nothing of it is then left).  Never raises ServerError.
+    ready, the ServerError of one that did not (nothing of it is then left).  Never raises ServerError; anything
+    else that breaks the batch half way (an interrupt, a bug) stops every server it started before it propagates.
     """
     outcomes = {}
     pending = {}
-    claimed = set(listening_ports())
-    for index, spec in enumerate(specs):
-        port = spec['port']
-        if port in claimed:
-            outcomes[index] = ServerError('TCP port %d is already in use on this host' % port, port_in_use=True)
-            continue
-        claimed.add(port)
-        try:
-            pending[index] = _launch(spec)
-        except ServerError as exc:
-            outcomes[index] = exc
-    while pending:
-        listening = listening_ports()
-        now = time.time()
-        for index, launch in list(pending.items()):
-            outcome = _readiness(launch, listening, now)
-            if outcome is not None:
-                outcomes[index] = outcome
-                del pending[index]
-        if pending:
-            time.sleep(READY_POLL)
+    try:
+        claimed = set(listening_ports())
+        for index, spec in enumerate(specs):
+            port = spec['port']
+            if port in claimed:
+                outcomes[index] = ServerError('TCP port %d is already in use on this host' % port, port_in_use=True)
+                continue
+            claimed.add(port)
+            try:
+                pending[index] = _launch(spec)
+            except ServerError as exc:
+                outcomes[index] = exc
+        while pending:
+            listening = listening_ports()
+            now = time.time()
+            for index, launch in list(pending.items()):
+                outcome = _readiness(launch, listening, now)
+                if outcome is not None:
+                    outcomes[index] = outcome
+                    del pending[index]
+            if pending:
+                time.sleep(READY_POLL)
+    except BaseException:
+        # Nobody will ever stop what this batch started: stop it now.
+        for launch in pending.values():
+            _discard(launch['proc'].pid, launch['started']['start_time'], launch['folder'])
+        for outcome in outcomes.values():
+            if isinstance(outcome, dict):
+                _discard(outcome['pid'], outcome['start_time'], os.path.dirname(outcome['log_path']))
+        raise
     return [outcomes[index] for index in range(len(specs))]
+
+
+def _discard(pid, start_time, folder):
+    """Stop a server of ours and remove its private folder (its watchdog exits once the group is gone)."""
+    stop_group(pid, start_time)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _launch(spec):
     """Start one server of start_servers' ``spec`` and its watchdog; returns what _readiness needs.  Raises ServerError."""
     argv = spec['argv']
     deadline = min(float(spec['deadline']), MAX_DEADLINE)
-    folder = tempfile.mkdtemp(prefix='%s%s-' % (DIR_PREFIX, spec.get('name') or 'server'), dir=spec['log_dir'])
+    try:
+        folder = tempfile.mkdtemp(prefix='%s%s-' % (DIR_PREFIX, spec.get('name') or 'server'), dir=spec['log_dir'])
+    except OSError as exc:
+        raise ServerError('cannot make the server\'s log folder in %s: %s' % (spec['log_dir'], exc))
     log_path = os.path.join(folder, LOG_NAME)
     full_env = dict(os.environ)
     full_env.update(C_LOCALE)
@@ -330,7 +349,12 @@ def _readiness(launch, listening, now):
         info = {'pid': proc.pid, 'pgid': proc.pid, 'start_time': identity['start_time'], 'exe': identity['exe'],
                 'log_path': log_path, 'port': port, 'argv': launch['argv'], 'deadline_s': int(launch['deadline']),
                 'deadline_at': int(launch['deadline_at'])}
-        _write_excl(os.path.join(folder, IDENTITY_NAME), json.dumps(dict(info, watchdog=launch['watchdog']), sort_keys=True).encode('utf-8'))
+        try:
+            _write_excl(os.path.join(folder, IDENTITY_NAME), json.dumps(dict(info, watchdog=launch['watchdog']), sort_keys=True).encode('utf-8'))
+        except OSError as exc:
+            # Without server.json no stop could prove the server is ours: it must not outlive this call.
+            _discard(proc.pid, started['start_time'], folder)
+            return ServerError('cannot record server pid %d in %s: %s' % (proc.pid, folder, exc))
         return info
     if now >= launch['ready_by']:
         stop_group(proc.pid, started['start_time'])

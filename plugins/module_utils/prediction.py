@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, peer_policy, plan
 
 COST_KEYS = ('call_s', 'session_s', 'node_fixed_s', 'run_fixed_s', 'untimed_s')
-# Optional: without it the controller is taken to carry every node at full speed (no load term).
+# Optional: without it (and without ansible's forks, which also bound it) the controller is taken to carry every node
+# at full speed (no load term).
 LOAD_KEY = 'parallel_nodes'
 
 

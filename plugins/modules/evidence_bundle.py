@@ -24,7 +24,8 @@ description:
     no coreutils C(timeout) is needed, and C(timed_out) in RV(commands) says whether it was hit.
   - Up to O(workers) commands run at once. Commands that name the same device (the argument after C(-d), as the MFT tools
     C(flint), C(mlxconfig) and C(mlxlink) take it) run one after another, in their order, since those tools lock the device
-    while they read it. RV(commands) keeps the order of O(commands) whatever order they ran in.
+    while they read it; the functions of one PCI device (C(0000:1b:00.0) and C(0000:1b:00.1), the two ports of one adapter)
+    are one device, as the lock is the adapter's. RV(commands) keeps the order of O(commands) whatever order they ran in.
   - Every file is fsynced before the bundle is renamed into place; C(<dest>/<node>) must be a real directory, never a symlink.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -125,6 +126,7 @@ commands:
 import concurrent.futures
 import json
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
@@ -156,7 +158,7 @@ def check_plan(params):
         problems.append(checks.check_timeout('%s timeout' % what, spec['timeout'], maximum=MAX_COMMAND_TIMEOUT))
         entries.append(('commands/%s' % spec['name'], what))
     if not 1 <= params['workers'] <= MAX_WORKERS:
-        problems.append('workers must be from 1 to %d, got %d' % (MAX_WORKERS, params['workers']))
+        problems.append('workers must be from 1 to %d, got %r' % (MAX_WORKERS, params['workers']))
     for index, path in enumerate(params['paths']):
         entries.append((path_entry_name(path), 'paths[%d] (%s)' % (index, path)))
     for rel in params['files']:
@@ -185,14 +187,21 @@ def run_evidence_command(module, spec):
     return record, result.stdout
 
 
+# A PCI function (domain:bus:device.function): its adapter is the address without the function.
+PCI_FUNCTION = re.compile(r'([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]')
+
+
 def command_lanes(commands):
     """The indexes of ``commands`` in lanes that may run side by side: commands naming the same device (the argument
-    after ``-d``) share a lane, in their order; every other command has a lane of its own.  Lanes in first-use order."""
+    after ``-d``; the functions of one PCI device are one adapter) share a lane, in their order; every other command has
+    a lane of its own.  Lanes in first-use order."""
     lanes = []
     by_device = {}
     for index, spec in enumerate(commands):
         argv = [str(arg) for arg in spec['argv']]
         device = argv[argv.index('-d') + 1] if '-d' in argv[:-1] else None
+        if device is not None and PCI_FUNCTION.fullmatch(device):
+            device = device.lower().rsplit('.', 1)[0]
         if device is None:
             lanes.append([index])
         elif device in by_device:

@@ -13,15 +13,19 @@ short_description: Run several of this collection's read-only fact modules on a 
 version_added: 0.1.0
 description:
   - Ansible runs one task per host at a time, and each module is a round trip of its own; reads that need nothing from each
-    other (RDMA, PCIe, NIC, firmware, GPU, host tuning) then cost the sum of their round trips. This task runs each read as
-    the module's own task would, side by side, and returns each result under its name in RV(reads), as C(register) on that
-    task would have held it.
+    other (RDMA, PCIe, NIC, firmware, GPU, host tuning) then cost the sum of their round trips. This task runs each read as a
+    module run of its own, side by side, and returns each result under its name in RV(reads), as C(register) on a task of
+    its own would hold it.
   - Only this collection's read-only modules (C(gpufleet.netval.<name>_info)) can be read this way. They change nothing on the
     host, so running them at once cannot change what any of them finds.
-  - Each read runs on its own copy of the task's connection, so what one run keeps on it (a become prompt, a remote tmpdir)
-    is its own; over C(ssh) the reads are sessions of one ControlMaster connection (keep C(MaxSessions) of the node's sshd at
-    its default of 10 or above the number of reads). Connection plugins other than C(ssh) and C(local) run the reads one after
-    another, with the same result.
+  - Each read runs on its own copy of the task's connection, so what one run keeps on it (a become prompt) is its own; over
+    C(ssh) the reads are sessions of one ControlMaster connection (past the node's sshd C(MaxSessions), default 10, ssh opens
+    connections of their own, slower but not wrong). The reads run side by side only over C(ssh) or C(local) with pipelining on;
+    otherwise (pipelining off, C(become_method=su), other connection plugins) one after another, with the same result.
+  - While the host's Python is still to be discovered (no C(ansible_python_interpreter)), the first read runs alone and
+    discovers it for the others.
+  - C(module_defaults) set for the reads' modules do not apply (only those of this task's own name do), so give every option
+    in O(reads).
   - A read that fails does not fail the task unless it is in O(required); its result says it failed. A host that stops
     answering is unreachable, as it would be for any module.
   - This is an action plugin; it runs on the controller and starts the reads on the host.

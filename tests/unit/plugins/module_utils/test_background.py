@@ -120,6 +120,33 @@ def test_a_batch_starts_side_by_side_and_each_outcome_stays_in_its_place(tmp_pat
     assert os.listdir(str(tmp_path)) == []
 
 
+def test_a_batch_broken_half_way_stops_every_server_it_started(tmp_path, monkeypatch):
+    # One server is ready at once, the other never gets there: an interrupt in the wait must take both down.
+    code = 'import os, sys; open(os.environ["PIDFILE"], "w").write(str(os.getpid()))\n'
+    fast, slow = free_port(), free_port()
+    specs = [dict(argv=[sys.executable, '-c', code + LISTENER, str(fast)], log_dir=str(tmp_path), port=fast, deadline=60,
+                  env={'PIDFILE': str(tmp_path / 'fast.pid')}),
+             dict(argv=[sys.executable, '-c', code + 'import time; time.sleep(60)'], log_dir=str(tmp_path), port=slow,
+                  deadline=60, env={'PIDFILE': str(tmp_path / 'slow.pid')})]
+    real_sleep = time.sleep
+    calls = []
+
+    def interrupted(seconds):
+        calls.append(seconds)
+        if len(calls) == 25:   # once, as an operator's ^C: the clean-up's own waits go on
+            raise KeyboardInterrupt()
+        real_sleep(seconds)
+
+    monkeypatch.setattr(background.time, 'sleep', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        background.start_servers(specs)
+    monkeypatch.setattr(background.time, 'sleep', real_sleep)
+    for name in ('fast.pid', 'slow.pid'):
+        pid = int((tmp_path / name).read_text())
+        assert wait_until(lambda: not background.pid_alive(pid), 5), name
+    assert sorted(os.listdir(str(tmp_path))) == ['fast.pid', 'slow.pid']   # no server folder left
+
+
 def test_stopping_a_server_that_is_gone_is_fine(tmp_path):
     result = background.stop_server(2 ** 22 + 12345, 12345)
     assert result['state'] == 'exited' and result['stopped'] and not result['was_running'] and not result['signalled']

@@ -99,8 +99,10 @@ def test_bad_node_name_and_timestamp_are_refused(tmp_path):
 def test_commands_on_one_device_share_a_lane_in_their_order():
     commands = [{'argv': ['dmidecode']}, {'argv': ['flint', '-d', '0000:1b:00.0', 'q']}, {'argv': ['lspci', '-vvv']},
                 {'argv': ['mlxconfig', '-d', '0000:1b:00.0', 'q']}, {'argv': ['flint', '-d', '0000:2a:00.0', 'q']},
-                {'argv': ['mlxlink', '-d', '0000:1b:00.0', '-m']}, {'argv': ['odd', '-d']}]
-    assert evidence_bundle.command_lanes(commands) == [[0], [1, 3, 5], [2], [4], [6]]
+                {'argv': ['mlxlink', '-d', '0000:1b:00.0', '-m']}, {'argv': ['odd', '-d']},
+                {'argv': ['flint', '-d', '0000:1B:00.1', 'q']}]
+    # The second port of the 1b adapter (function 1) takes the adapter's lock too.
+    assert evidence_bundle.command_lanes(commands) == [[0], [1, 3, 5, 7], [2], [4], [6]]
 
 
 def test_commands_run_side_by_side_one_device_at_a_time_and_are_recorded_in_order(tmp_path, bin_dir):
@@ -126,6 +128,9 @@ def test_commands_run_side_by_side_one_device_at_a_time_and_are_recorded_in_orde
     assert ran['-d/dev0/first'][1] <= ran['-d/dev0/second'][0]
 
 
-def test_workers_out_of_range_are_refused_before_anything_runs(tmp_path, bin_dir):
-    result, failed = run_module(evidence_bundle.main, args(tmp_path, workers=0), bin_dir=str(bin_dir))
-    assert failed and 'workers must be from 1 to 32, got 0' in result['msg'] and result['_ran'] == []
+@pytest.mark.parametrize('workers', [0, 33, None])
+def test_workers_out_of_range_are_refused_before_anything_runs(tmp_path, bin_dir, workers):
+    result, failed = run_module(evidence_bundle.main, args(tmp_path, workers=workers), bin_dir=str(bin_dir))
+    # An explicit null is ansible's own type check (it cannot be an int); a number out of range is ours.
+    expected = 'workers' if workers is None else 'workers must be from 1 to 32, got %r' % workers
+    assert failed and expected in result['msg'] and result['_ran'] == [] and 'Traceback' not in result['msg']

@@ -96,10 +96,13 @@ def test_irq_rdma_devices_reads_the_rdma_devices_pci_addresses_from_sysfs(tmp_pa
     args = {'procfs_root': proc, 'sysfs_root': sys_root}
     result, failed = run_module(host_tuning_info.main, args)
     assert not failed and result['irq_placement'] == {}
-    result, failed = run_module(host_tuning_info.main, dict(args, irq_rdma_devices=True, irq_devices=['0000:1b:00.0']))
+    result, failed = run_module(host_tuning_info.main, dict(args, irq_rdma_devices=True))
     assert not failed, result
     assert list(result['irq_placement']) == ['0000:1b:00.0']
     assert result['irq_placement']['0000:1b:00.0']['off_node'] == ['85']
+    # Named both ways, it is read once.
+    both, failed = run_module(host_tuning_info.main, dict(args, irq_rdma_devices=True, irq_devices=['0000:1b:00.0']))
+    assert not failed and both['irq_placement'] == result['irq_placement']
 
 
 def limits_tree(tmp_path, dropin):

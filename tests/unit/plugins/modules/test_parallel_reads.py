@@ -23,28 +23,43 @@ READS = {
 
 
 class Connection(object):
-    """What _own_copy copies: a transport name, a shell with a tmpdir, a become plugin with its own state."""
+    """What _own_copy copies: a transport name, a shell with a tmpdir, a become plugin with its own state; and what
+    ActionBase._is_pipelining_enabled reads."""
+    has_pipelining = True
+    always_pipeline_modules = False
 
-    def __init__(self, transport):
+    def __init__(self, transport, pipelining=True):
         self.transport = transport
+        self.pipelining = pipelining
         self._shell = mock.MagicMock(tmpdir=None)
         self.become = mock.MagicMock(success=None)
+        self.become.name = 'sudo'
+
+    def get_option(self, name):
+        assert name == 'pipelining'
+        return self.pipelining
 
 
-def run_action(task_args, transport='ssh', results=None, seconds=0.3, check_mode=False, installed=True, own_state=True):
-    """(task result, [(module, args, connection, thread)] of every module run)."""
+KNOWN_PYTHON = {'inventory_hostname': 'node01', 'ansible_python_interpreter': '/usr/bin/python3'}
+
+
+def run_action(task_args, transport='ssh', results=None, seconds=0.3, check_mode=False, installed=True, own_state=True,
+               pipelining=True, task_vars=None):
+    """(task result, [(module, args, connection, thread, templar, start)] of every module run, the task's connection)."""
     task = mock.MagicMock(async_val=0, check_mode=check_mode, args=dict(task_args))
     loader = mock.MagicMock()
     loader.module_loader.find_plugin_with_context.return_value = mock.MagicMock(resolved=installed)
-    connection = Connection(transport)
-    action = action_plugin.ActionModule(task, connection, mock.MagicMock(remote_addr='10.0.0.1'), loader=None, templar=None,
-                                        shared_loader_obj=loader)
+    connection = Connection(transport, pipelining)
+    templar = mock.MagicMock()
+    templar.copy_with_new_env.side_effect = mock.MagicMock   # a new templar each call
+    action = action_plugin.ActionModule(task, connection, mock.MagicMock(remote_addr='10.0.0.1'), loader=None,
+                                        templar=templar, shared_loader_obj=loader)
     runs = []
     lock = threading.Lock()
 
     def execute_module(self, module_name=None, module_args=None, task_vars=None, wrap_async=False):
         with lock:
-            runs.append((module_name, module_args, self._connection, threading.current_thread().name))
+            runs.append((module_name, module_args, self._connection, threading.current_thread().name, self._templar, time.time()))
         if own_state:
             # What a run keeps on its connection must stay its own: another read's copy would see it here.
             assert self._connection._shell.tmpdir is None
@@ -54,7 +69,7 @@ def run_action(task_args, transport='ssh', results=None, seconds=0.3, check_mode
 
     with mock.patch.object(action_plugin.ActionModule, '_execute_module', execute_module):
         begin = time.time()
-        result = action.run(task_vars={'inventory_hostname': 'node01'})
+        result = action.run(task_vars=dict(KNOWN_PYTHON) if task_vars is None else task_vars)
         result['_elapsed'] = time.time() - begin
     return result, runs, connection
 
@@ -69,6 +84,7 @@ def test_reads_run_side_by_side_each_on_its_own_connection_copy():
     connections = [run[2] for run in runs]
     assert len(set(map(id, connections))) == 3 and connection not in connections
     assert len(set(id(c.become) for c in connections)) == 3 and connection._shell.tmpdir is None
+    assert len(set(id(run[4]) for run in runs)) == 3   # a templar each: its context is saved and restored per template
     assert dict((run[0], run[1]) for run in runs)['gpufleet.netval.rdma_info'] == {'ipv4': True}
     assert dict((run[0], run[1]) for run in runs)['gpufleet.netval.pcie_info'] == {}
 
@@ -78,6 +94,25 @@ def test_other_connection_plugins_read_one_after_another_on_the_tasks_connection
     assert not result.get('failed') and sorted(result['reads']) == ['host', 'pcie', 'rdma']
     assert result['_elapsed'] >= 0.3 and all(run[2] is connection for run in runs)
     assert len(set(run[3] for run in runs)) == 1
+
+
+def test_without_pipelining_the_reads_run_one_after_another():
+    # Each copy would make a remote tmpdir of its own that the task's cleanup never sees.
+    result, runs, connection = run_action({'reads': READS}, seconds=0.1, own_state=False, pipelining=False)
+    assert not result.get('failed') and result['_elapsed'] >= 0.3 and all(run[2] is connection for run in runs)
+
+
+def test_a_python_still_to_discover_is_discovered_by_the_first_read_alone():
+    result, runs, _connection = run_action({'reads': READS}, seconds=0.2, own_state=False, task_vars={'inventory_hostname': 'node01'})
+    assert not result.get('failed') and sorted(result['reads']) == ['host', 'pcie', 'rdma']
+    first = min(runs, key=lambda run: run[5])
+    assert first[0] == 'gpufleet.netval.host_tuning_info'   # names in order: host, pcie, rdma
+    others = [run for run in runs if run is not first]
+    # The others start once the first has ended, together.
+    assert all(run[5] >= first[5] + 0.2 for run in others) and abs(others[0][5] - others[1][5]) < 0.15
+    assert 0.4 <= result['_elapsed'] < 0.6, result['_elapsed']
+    assert action_plugin.ActionModule._interpreter_known({'ansible_python_interpreter': 'auto_silent'}) is False
+    assert action_plugin.ActionModule._interpreter_known({'ansible_facts': {'discovered_interpreter_python': '/usr/bin/python3'}})
 
 
 def test_a_required_read_that_failed_fails_the_task_with_its_message_and_class():
