@@ -74,13 +74,12 @@ class ActionModule(ActionBase):
         params = validated.validated_parameters
         reads, required = params['reads'], params['required']
         problems = parallel_reads.check_reads(reads, required)
-        for name in sorted(reads):
-            module = (reads[name] or {}).get('module') if isinstance(reads[name], dict) else None
-            if isinstance(module, str) and not self._shared_loader_obj.module_loader.find_plugin_with_context(module).resolved:
-                problems.append('reads.%s.module %s is not installed on the controller' % (name, module))
+        names = sorted(reads)
+        if not problems:
+            problems = ['reads.%s.module %s is not installed on the controller' % (name, reads[name]['module']) for name in names
+                        if not self._shared_loader_obj.module_loader.find_plugin_with_context(reads[name]['module']).resolved]
         if problems:
             return validate.invalid_result('parallel_reads', problems)
-        names = sorted(reads)
         raw = {}
         if len(names) > 1 and self._side_by_side():
             if not self._interpreter_known(task_vars):

@@ -14,8 +14,8 @@ description:
     takes, of the healthy peers it may use, the one that frees first; its peer-independent tests fill the wait or follow -
     and adds the fixed costs per node and per run.
   - With the cost C(parallel_nodes) (how many nodes' orchestration the controller carries at full speed) or O(forks), the
-    smaller of the two as parallel_nodes, the fixed costs of N nodes stretch by N / parallel_nodes and the calls of the nodes that hold peers at once by their
-    number / parallel_nodes (never below once); the tests' durations never stretch.
+    smaller of the two as parallel_nodes, the fixed costs of N nodes stretch by N / parallel_nodes and the calls of the
+    nodes that hold peers at once by their number / parallel_nodes (never below once); the durations never stretch.
   - A node that will take no peer (C(netval_tests_skipped), blocked in preflight) costs only its fixed time.
   - Never fails the run - costs it cannot use give C(error) instead of a prediction.
 author:

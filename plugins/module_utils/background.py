@@ -327,8 +327,7 @@ def _launch(spec):
     try:
         launch['watchdog'] = _start_watchdog(proc.pid, started['start_time'], launch['deadline_at'], spec.get('grace', GRACE))
     except ServerError:
-        stop_group(proc.pid, started['start_time'])
-        shutil.rmtree(folder, ignore_errors=True)
+        _discard(proc.pid, started['start_time'], folder)
         raise
     return launch
 
@@ -339,8 +338,7 @@ def _readiness(launch, listening, now):
     ready_text = launch['ready_text']
     if proc.poll() is not None:
         output = read_log(log_path)
-        stop_group(proc.pid, started['start_time'])
-        shutil.rmtree(folder, ignore_errors=True)
+        _discard(proc.pid, started['start_time'], folder)
         return ServerError('server exited with rc=%s before it was ready on port %d: %s'
                            % (proc.returncode, port, output[-500:].strip()), output=output)
     if (ready_text in read_log(log_path)) if ready_text else (port in listening):
@@ -358,7 +356,7 @@ def _readiness(launch, listening, now):
         return info
     if now >= launch['ready_by']:
         stop_group(proc.pid, started['start_time'])
-        output = read_log(log_path)
+        output = read_log(log_path)   # after the stop: all it printed
         shutil.rmtree(folder, ignore_errors=True)
         waited_for = ('print %r' % ready_text) if ready_text else ('listen on port %d' % port)
         return ServerError('server did not %s within %.0f s: %s' % (waited_for, launch['ready_timeout'], output[-500:].strip()),

@@ -126,7 +126,6 @@ commands:
 import concurrent.futures
 import json
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
@@ -187,10 +186,6 @@ def run_evidence_command(module, spec):
     return record, result.stdout
 
 
-# A PCI function (domain:bus:device.function): its adapter is the address without the function.
-PCI_FUNCTION = re.compile(r'([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]')
-
-
 def command_lanes(commands):
     """The indexes of ``commands`` in lanes that may run side by side: commands naming the same device (the argument
     after ``-d``; the functions of one PCI device are one adapter) share a lane, in their order; every other command has
@@ -200,8 +195,8 @@ def command_lanes(commands):
     for index, spec in enumerate(commands):
         argv = [str(arg) for arg in spec['argv']]
         device = argv[argv.index('-d') + 1] if '-d' in argv[:-1] else None
-        if device is not None and PCI_FUNCTION.fullmatch(device):
-            device = device.lower().rsplit('.', 1)[0]
+        if device is not None and checks.fullmatch(checks.PCI_ADDRESS_RE, device):
+            device = device.lower().rsplit('.', 1)[0]   # the adapter: its functions share the lock
         if device is None:
             lanes.append([index])
         elif device in by_device:
