@@ -104,103 +104,16 @@ markdown:
   type: str
 '''
 
-import calendar
-import json
-import os
-import time
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, html_report, prediction, report
-from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
-
-
-def cause_texts(node):
-    return [cause['detail'] if isinstance(cause, dict) else cause for cause in node.get('causes') or []]
-
-
-def check_input(module):
-    """Every problem with the input, each naming its field, before anything is written."""
-    params = module.params
-    problems = checks.control_characters({'root': params['root']})
-    if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
-        problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
-    for name in sorted(params['nodes'], key=str):
-        problems.append(checks.check_path_component('nodes key %r' % (name,), name))
-    problems = checks.problems_of(problems)
-    try:
-        html_report.check_nodes(params['nodes'])
-        report.check_sender(params['sender'])
-    except report.ReportError as exc:
-        problems.append(str(exc))
-    problems.append(evidence.foreign_link_problem(os.path.join(params['root'], 'latest')))
-    checks.fail_if_invalid(module, 'validation_report', checks.problems_of(problems))
+from ansible_collections.gpufleet.netval.plugins.module_utils import report_task, validate
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            root=dict(type='path', required=True),
-            timestamp=dict(type='str', required=True),
-            nodes=dict(type='dict', required=True),
-            sender=dict(type='dict', default={}),
-            prediction=dict(type='dict', default={}),
-        ),
-        supports_check_mode=True,
-    )
-    if not html_report.HAS_MATPLOTLIB:
-        module.fail_json(msg=missing_required_lib('matplotlib'), exception=html_report.MATPLOTLIB_IMPORT_ERROR)
-    check_input(module)
-    root = module.params['root']
-    stamp = module.params['timestamp']
-    nodes = module.params['nodes']
-    for name, node in nodes.items():
-        node.setdefault('node', name)
-    run_dir = os.path.join(root, stamp)
-    table = report.summary_table(nodes)
-    timing = None
-    try:
-        started = calendar.timegm(time.strptime(stamp, '%Y%m%dT%H%M%SZ'))
-    except ValueError:
-        started = None
-    if started is not None:
-        timing = prediction.compare(module.params['prediction'], time.time() - started)
-    if timing:
-        # The prediction plans no re-test: a reject re-tested on a second peer adds peer time it could not know of.
-        timing['retested_nodes'] = sorted(name for name in nodes if nodes[name].get('retested_against'))
-        table += 'run: predicted %.0f s (without re-tests), took %.0f s%s%s\n' % (
-            timing['predicted_s'], timing['actual_s'], ' (%+.0f %%)' % timing['error_pct'] if timing['error_pct'] is not None else '',
-            '; %d node(s) re-tested on a second peer' % len(timing['retested_nodes']) if timing['retested_nodes'] else '')
-    letters = ['letters/%s.txt' % name for name in sorted(nodes) if nodes[name]['bucket'] == 'C']
-    written = dict(run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters],
-                   page=os.path.join(run_dir, 'index.html'), markdown=os.path.join(run_dir, 'summary.md'))
-    if module.check_mode:
-        module.exit_json(changed=False, **written)
-
-    summary = {'timestamp': stamp, 'nodes': {}}
-    files = {'summary.txt': table, 'junit.xml': report.junit_xml(nodes)}
-    for name in sorted(nodes):
-        node = nodes[name]
-        summary['nodes'][name] = {'bucket': node['bucket'], 'causes': cause_texts(node), 'peer': node.get('peer'),
-                                  'tier': node.get('tier'), 'evidence': node.get('evidence')}
-        files['nodes/%s.json' % name] = json.dumps(node, indent=2, sort_keys=True, default=str)
-        files['nodes/%s.md' % name] = report.node_markdown(node)
-        if node['bucket'] == 'C':
-            files['letters/%s.txt' % name] = report.vendor_letter(node, module.params['sender'])
-    summary['suspect_peers'] = report.suspect_peers(nodes)
-    summary['prediction'] = timing
-    summary['lost_peers'] = report.lost_peers(nodes)
-    summary['chain'] = report.validation_chain(nodes)
-    summary['promoted'] = report.promoted_nodes(nodes)
-    files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
-    # Links to the evidence bundles are relative to where the page lands.
-    files['index.html'] = html_report.render_page(nodes, stamp, os.path.abspath(run_dir))
-    files['summary.md'] = html_report.summary_markdown(nodes, stamp, os.path.abspath(run_dir))
-    try:
-        evidence.build_bundle(run_dir, files)
-        evidence.replace_symlink(os.path.join(root, 'latest'), stamp)
-    except (evidence.EvidenceError, IOError, OSError) as exc:
-        module.fail_json(msg='validation_report: cannot write %s: %s' % (run_dir, exc))
-    module.exit_json(changed=True, **written)
+    # The action plugin of the same name runs report_task.write on the controller; this runs it as a module, on the host
+    # the task runs on.
+    module = AnsibleModule(argument_spec=report_task.ARGUMENT_SPEC, supports_check_mode=True)
+    validate.finish(module, report_task.write(module.params, module.check_mode))
 
 
 if __name__ == '__main__':

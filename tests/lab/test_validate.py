@@ -272,6 +272,9 @@ def test_a_flapping_cable_is_named_with_the_runbooks_module_events(mixed_run):
     assert 'Cable error' in detail or 'unplugged' in detail or 'down' in detail.lower(), detail
     letter = (reports / 'latest' / 'letters' / 'node08.txt').read_text()
     assert 'Port module event' in letter or 'Link down' in letter
+    # The kernel log is read once over all of the node's passes: each link's events are one finding, never counted twice.
+    flaps = [(f['subject'], f['actual']) for f in result['findings'] if f['check'] == 'link_flap']
+    assert flaps and len(flaps) == len(set(flaps)) == len(set(subject for subject, _events in flaps)), flaps
 
 
 def test_missing_dcgmi_is_our_gap_bucket_b_without_a_letter(mixed_run):

@@ -1,8 +1,11 @@
 """validation_report writes the run's reports atomically and points latest at them."""
 import json
 import os
+import sys
 import xml.etree.ElementTree as ET
+from unittest import mock
 
+from ansible_collections.gpufleet.netval.plugins.action import validation_report as validation_report_action
 from ansible_collections.gpufleet.netval.plugins.module_utils import html_report
 from ansible_collections.gpufleet.netval.plugins.modules import validation_report
 from tests.unit.plugins.module_utils import report_samples
@@ -82,3 +85,42 @@ def test_without_matplotlib_it_names_the_missing_library(tmp_path, monkeypatch):
     result, failed = run_module(validation_report.main, {'root': str(tmp_path / 'r'), 'timestamp': '20261201T100000Z', 'nodes': nodes()})
     assert failed and 'matplotlib' in result['msg'] and 'Failed to import the required Python library' in result['msg']
     assert not (tmp_path / 'r').exists()
+
+
+def run_action(task_args, check_mode=False):
+    task = mock.MagicMock(async_val=0, check_mode=check_mode, args=dict(task_args))
+    action = validation_report_action.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=mock.MagicMock(), templar=None,
+                                                   shared_loader_obj=None)
+    return action.run(task_vars={})
+
+
+def test_the_action_writes_in_the_worker_what_the_module_writes(tmp_path):
+    by_action = run_action({'root': str(tmp_path / 'a'), 'timestamp': '20261130T010000Z', 'nodes': nodes()})
+    by_module, failed = run_module(validation_report.main, {'root': str(tmp_path / 'm'), 'timestamp': '20261130T010000Z', 'nodes': nodes()})
+    assert not failed and by_action['changed'] and not by_action.get('failed'), by_action
+    assert by_action['summary_table'] == by_module['summary_table']
+    assert by_action['letters'] == [str(tmp_path / 'a' / '20261130T010000Z' / 'letters' / 'node02.txt')]
+    for name in ('summary.json', 'summary.txt', 'junit.xml', 'nodes/node02.json', 'letters/node02.txt', 'MANIFEST.sha256'):
+        assert (tmp_path / 'a' / 'latest' / name).read_text() == (tmp_path / 'm' / 'latest' / name).read_text(), name
+
+
+def test_the_action_refuses_bad_options_and_bad_nodes_in_the_one_shape_and_writes_nothing(tmp_path):
+    result = run_action({'root': str(tmp_path / 'r'), 'timestamp': '20261130T010000Z', 'nodes': nodes(), 'colour': 'blue'})
+    assert result['failed'] and result['error_class'] == 'invalid_options' and 'colour' in result['msg']
+    result = run_action({'root': str(tmp_path / 'r'), 'timestamp': 'yesterday', 'nodes': {'node01': {'bucket': 'A', 'tests': 'fast'}}})
+    assert result['failed'] and result['error_class'] == 'invalid_options'
+    assert 'timestamp' in result['msg'] and 'nodes.node01.tests' in result['msg']
+    result = run_action({'root': str(tmp_path / 'r'), 'timestamp': '20261130T010000Z', 'nodes': nodes()}, check_mode=True)
+    assert not result.get('failed') and not result['changed'] and result['run_dir'] == str(tmp_path / 'r' / '20261130T010000Z')
+    assert not (tmp_path / 'r').exists()
+
+
+def test_loading_the_action_does_not_load_matplotlib():
+    # The strategy loads an action plugin's class in the controller's main process: matplotlib there would be copied into
+    # every forked worker. The report imports it when it draws.
+    import subprocess
+    code = ('import sys; from ansible_collections.gpufleet.netval.plugins.action import validation_report; '
+            'print("matplotlib" in sys.modules)')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    assert out.stdout.strip() == 'False'
