@@ -64,9 +64,13 @@ def prediction_costs(lab):
     The lab runs every host's modules and emulated tools on this machine's cores beside the controller, so it carries
     about one node per core at full speed (parallel_nodes): with 2 it predicted the 2026-12-04 N=16 matrix on this
     machine at 689, 406 and 308 s against 703, 407 and 288-301 s taken on 1, 2 and 4 peers (160-584 s without).
+
+    2026-12-05: validate.yml runs 98 tasks per node instead of 124 and the report needs no module process; one node alone
+    spends about 10-11 s outside its tests, so a node's fixed work is 11 s, not 15 (the mixed lab run was predicted at
+    259 s and took 228 s with 15).
     """
     dcgmi = float(lab.get('dcgmi_seconds') or 0)
-    return {'call_s': 0.5, 'session_s': 0.1, 'node_fixed_s': 15, 'run_fixed_s': 4, 'parallel_nodes': os.cpu_count() or 1,
+    return {'call_s': 0.5, 'session_s': 0.1, 'node_fixed_s': 11, 'run_fixed_s': 4, 'parallel_nodes': os.cpu_count() or 1,
             'untimed_s': {'perftest': 1, 'jumbo_ping': 5, 'nccl_tests': 3, 'dcgmi_diag': dict((level, dcgmi) for level in (1, 2, 3, 4))}}
 
 
