@@ -3,15 +3,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """evidence_store: the controller's half of the evidence chain in one task, inside the worker process.
 
-It replaces five controller-side module runs per node (folder, unarchive, sha256sum -c, the baseline copy, the
-baseline link), each a module process of its own.  The task's options and result are module_utils/evidence_store.py's,
-its documentation plugins/modules/evidence_store.py's.
+It replaces ansible.builtin.fetch (whose remote stat is a module run of its own: the capture already returned the
+bundle's sha256) and five controller-side module runs per node (folder, unarchive, sha256sum -c, the baseline copy, the
+baseline link).  The task's options and result are module_utils/evidence_store.py's, its documentation
+plugins/modules/evidence_store.py's.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence_store
+import base64
+
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, evidence_store
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.controller_action import ControllerAction
 
 
@@ -19,9 +24,30 @@ class ActionModule(ControllerAction):
     NAME = 'evidence_store'
     ARGUMENT_SPEC = evidence_store.ARGUMENT_SPEC
 
+    def run(self, tmp=None, task_vars=None):
+        self._fetch_vars = task_vars or {}
+        return super(ActionModule, self).run(tmp, task_vars)
+
     def task_result(self, params, check_mode):
-        # Relative paths mean what they mean to ansible.builtin.fetch, which brought the tarball: the playbook's folder.
+        # Relative paths mean what they mean to ansible.builtin.fetch: the playbook's folder.
         for name in ('tarball', 'dest', 'baseline_link'):
             if params[name]:
                 params[name] = self._loader.path_dwim(params[name])
-        return evidence_store.store(params, check_mode)
+        return evidence_store.store(params, check_mode, fetch=self._fetch)
+
+    def _fetch(self, src, local_path):
+        """Copy the node's ``src`` to ``local_path`` over the task's connection, as ansible.builtin.fetch does: slurp
+        under become (the bundle belongs to the become user), the connection's own transfer otherwise."""
+        try:
+            if self._connection.become:
+                slurped = self._execute_module(module_name='ansible.legacy.slurp', module_args={'src': src},
+                                               task_vars=self._fetch_vars)
+                if slurped.get('failed') or 'content' not in slurped:
+                    raise evidence.EvidenceError('slurp could not read it: %s' % slurped.get('msg', 'no content'))
+                evidence.write_new_file(local_path, base64.b64decode(slurped['content']))
+            else:
+                self._connection.fetch_file(src, local_path)
+        except AnsibleConnectionFailure:
+            raise   # the node is unreachable: the task says so, as fetch's would
+        except AnsibleError as exc:
+            raise evidence.EvidenceError('the transfer failed: %s' % exc)

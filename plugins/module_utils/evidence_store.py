@@ -13,34 +13,97 @@ __metaclass__ = type
 
 import json
 import os
+import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, validate
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
 
 ARGUMENT_SPEC = dict(
-    tarball=dict(type='path', required=True),
+    tarball=dict(type='path'),
+    src=dict(type='str'),
+    src_sha256=dict(type='str'),
     dest=dict(type='path', required=True),
     baseline=dict(type='dict'),
     baseline_link=dict(type='path'),
 )
 
+SHA256_RE = re.compile(r'[0-9a-f]{64}')
 
-def store(params, check_mode=False):
-    """The task's result for ``params`` (through ARGUMENT_SPEC): the bundle unpacked and verified, the baseline kept."""
-    dest, tarball, link = params['dest'], params['tarball'], params['baseline_link']
+
+def option_problems(params, can_fetch):
+    """What is wrong with ``params`` (through ARGUMENT_SPEC); ``can_fetch``: whether this runner can bring ``src``."""
+    dest, tarball, src = params['dest'], params['tarball'], params['src']
     problems = validate.control_characters(params, skip=('baseline',))
-    if os.path.dirname(os.path.abspath(tarball)) != os.path.abspath(dest):
+    if (tarball is None) == (src is None):
+        problems.append('give either tarball (a bundle already on the controller) or src (the bundle on the node), '
+                        'not %s' % ('both' if tarball else 'neither'))
+    if tarball is not None and os.path.dirname(os.path.abspath(tarball)) != os.path.abspath(dest):
         problems.append('tarball must be a file in dest (%s), got %r' % (dest, tarball))
-    if link and params['baseline'] is None:
+    if src is not None:
+        if not can_fetch:
+            problems.append('src is fetched over the node\'s connection by the evidence_store action plugin; '
+                            'as a module, give tarball (fetched with ansible.builtin.fetch)')
+        if not os.path.isabs(src) or not os.path.basename(src):
+            problems.append('src must be the absolute path of the bundle on the node, got %r' % (src,))
+        if SHA256_RE.fullmatch(params['src_sha256'] or '') is None:
+            problems.append('src needs src_sha256, the bundle\'s sha256 as evidence_bundle returned it '
+                            '(64 lowercase hex digits), got %r' % (params['src_sha256'],))
+    elif params['src_sha256'] is not None:
+        problems.append('src_sha256 needs src')
+    if params['baseline_link'] and params['baseline'] is None:
         problems.append('baseline_link needs baseline')
+    return problems
+
+
+def fetch_bundle(fetch, src, dest, sha256):
+    """Bring the node's bundle ``src`` into ``dest`` (made with its parents) under its own name through
+    ``fetch(src, local_path)``, which writes ``local_path``; returns the bundle's path in ``dest``.  The copy lands under a hidden name and
+    is linked into place only when its sha256 is the one the node's capture reported: a half-fetched or altered bundle
+    never takes the name, and nothing is written over.  Raises EvidenceError."""
+    try:
+        os.makedirs(dest, 0o755, exist_ok=True)
+    except OSError as exc:
+        raise evidence.EvidenceError('cannot make the folder %s: %s' % (dest, exc))
+    evidence.real_dir(dest)
+    name = os.path.basename(src)
+    final = os.path.join(dest, name)
+    if os.path.lexists(final):
+        raise evidence.EvidenceError('%s is already there: evidence is never overwritten' % final)
+    partial = os.path.join(dest, '.%s.%s.partial' % (name, os.urandom(6).hex()))
+    try:
+        fetch(src, partial)
+        got = evidence.sha256_file(partial)
+        if got != sha256:
+            raise evidence.EvidenceError('the copy of %s has sha256 %s, not the %s the node\'s capture reported '
+                                         '(a damaged transfer, or the bundle changed on the node)' % (src, got, sha256))
+        os.link(partial, final)
+    except OSError as exc:
+        raise evidence.EvidenceError('cannot fetch %s into %s: %s' % (src, final, exc))
+    finally:
+        if os.path.lexists(partial):
+            os.unlink(partial)
+    evidence.fsync_dir(dest)
+    return final
+
+
+def store(params, check_mode=False, fetch=None):
+    """The task's result for ``params`` (through ARGUMENT_SPEC): the bundle fetched (``src``, with ``fetch``: see
+    fetch_bundle), unpacked and verified, the baseline kept."""
+    dest, tarball, link = params['dest'], params['tarball'], params['baseline_link']
+    problems = option_problems(params, fetch is not None)
     if problems:
         return validate.invalid_result('evidence_store', problems)
+    if params['src'] is not None:
+        tarball = os.path.join(dest, os.path.basename(params['src']))
     baseline_path = os.path.join(dest, 'baseline.json') if params['baseline'] is not None else None
     if check_mode:
-        return dict(changed=False, location=dest, files=[], baseline=baseline_path, baseline_written=False, **SUCCESS)
+        return dict(changed=False, location=dest, tarball=tarball, files=[], baseline=baseline_path, baseline_written=False,
+                    **SUCCESS)
     written = False
     try:
+        if params['src'] is not None:
+            fetch_bundle(fetch, params['src'], dest, params['src_sha256'])
         files = evidence.unpack_bundle(tarball, dest)
         if baseline_path:
             if not os.path.lexists(baseline_path):
@@ -50,5 +113,7 @@ def store(params, check_mode=False):
             if link:
                 evidence.replace_symlink(link, os.path.basename(os.path.normpath(dest)))
     except (evidence.EvidenceError, OSError) as exc:
-        return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, exc), **failure('evidence_error'))
-    return dict(changed=True, location=dest, files=files, baseline=baseline_path, baseline_written=written, **SUCCESS)
+        return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, exc),
+                    **failure('evidence_error'))
+    return dict(changed=True, location=dest, tarball=tarball, files=files, baseline=baseline_path, baseline_written=written,
+                **SUCCESS)

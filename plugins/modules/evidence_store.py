@@ -9,11 +9,15 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: evidence_store
-short_description: Unpack a fetched evidence bundle on the controller, verify its manifest, keep the baseline
+short_description: Fetch a node's evidence bundle to the controller, unpack it, verify its manifest, keep the baseline
 version_added: 0.1.0
 description:
-  - The controller's half of the evidence chain, after C(ansible.builtin.fetch) brought a node's bundle
-    (M(gpufleet.netval.evidence_bundle)) into O(dest), in one task and no module process (an action plugin).
+  - The controller's half of the evidence chain in one task and no module process (an action plugin). With O(src) it first
+    fetches the node's bundle (M(gpufleet.netval.evidence_bundle)) over the task's connection into O(dest) and checks it
+    against O(src_sha256), the sha256 the capture returned; with O(tarball) the bundle is already there (for example
+    brought by C(ansible.builtin.fetch)).
+  - The fetched copy takes its name in O(dest) only once its sha256 matches, and never over a file of that name, so a
+    half-fetched or altered bundle never looks like evidence.
   - Unpacks the tarball in O(dest) next to itself. Only folders and regular files inside O(dest) are taken; a link, a device or a
     path that leaves the folder fails the task, and so does a file that is already there (nothing is ever overwritten).
   - Verifies every file against the bundle's C(MANIFEST.sha256) (C(sha256sum) format) and fails naming each file that does not match.
@@ -23,12 +27,22 @@ description:
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
+  src:
+    description:
+      - The bundle's path on the node (RV(gpufleet.netval.evidence_bundle#module:tarball)), fetched into O(dest) under its own
+        name. Give either O(src) or O(tarball).
+      - Under become it is read with C(ansible.legacy.slurp), as C(ansible.builtin.fetch) does.
+    type: str
+  src_sha256:
+    description: With O(src), the bundle's sha256 (RV(gpufleet.netval.evidence_bundle#module:tarball_sha256)); a copy that differs fails the task.
+    type: str
   tarball:
-    description: The fetched bundle, a C(.tar.gz) inside O(dest).
+    description: A bundle already on the controller, a C(.tar.gz) inside O(dest). Give either O(src) or O(tarball).
     type: path
-    required: true
   dest:
-    description: The controller folder of this bundle (C(evidence/<node>/<UTC timestamp>)); it must exist and not be a symlink.
+    description:
+      - The controller folder of this bundle (C(evidence/<node>/<UTC timestamp>)); it must not be a symlink.
+      - With O(tarball) it must exist; with O(src) it is made, with its parents.
     type: path
     required: true
   baseline:
@@ -47,27 +61,31 @@ attributes:
 notes:
   - Its action plugin runs it on the controller whatever the task's host, and relative paths are the playbook folder's, as
     for C(ansible.builtin.fetch); it reads and writes only below O(dest) and at O(baseline_link).
+  - Run as a module (not through its action plugin) it cannot fetch, and O(src) fails the task.
 '''
 
 EXAMPLES = r'''
-- name: Fetch the tarball
-  ansible.builtin.fetch:
-    src: "{{ bundle.tarball }}"
-    dest: "evidence/{{ inventory_hostname }}/{{ netval_run_timestamp }}/"
-    flat: true
-    validate_checksum: true
-
-- name: Unpack, verify and keep the baseline of an accepted node
+- name: Fetch, unpack, verify and keep the baseline of an accepted node
   gpufleet.netval.evidence_store:
-    tarball: "evidence/{{ inventory_hostname }}/{{ netval_run_timestamp }}/{{ bundle.tarball | basename }}"
+    src: "{{ bundle.tarball }}"
+    src_sha256: "{{ bundle.tarball_sha256 }}"
     dest: "evidence/{{ inventory_hostname }}/{{ netval_run_timestamp }}"
     baseline: "{{ verdict_node_result | gpufleet.netval.netval_baseline(preflight_facts, tier_profile_resolved) }}"
     baseline_link: "evidence/{{ inventory_hostname }}/baseline"
+
+- name: Unpack and verify a bundle already on the controller
+  gpufleet.netval.evidence_store:
+    tarball: "evidence/node01/20261203T120000Z/node01-20261203T120000Z.tar.gz"
+    dest: "evidence/node01/20261203T120000Z"
 '''
 
 RETURN = r'''
 location:
   description: The bundle's folder on the controller.
+  returned: success
+  type: str
+tarball:
+  description: The bundle's path on the controller (O(tarball), or where O(src) was fetched to).
   returned: success
   type: str
 files:
@@ -84,7 +102,7 @@ baseline_written:
   returned: success
   type: bool
 error_class:
-  description: C(evidence_error) when the bundle cannot be unpacked, verified or kept; C(invalid_options) for bad options; null on success.
+  description: C(evidence_error) when the bundle cannot be fetched, unpacked, verified or kept; C(invalid_options) for bad options; null on success.
   returned: always
   type: str
 error_hint:

@@ -19,10 +19,18 @@ description:
   - With O(kernel_log), reads C(journalctl -k -o short-iso --no-pager) (or C(dmesg) when journalctl is absent, fails or has no journal)
     and returns NVIDIA Xid events, GPUs fallen off the bus, thermal events, NIC link events and PCIe AER errors.
   - A node without C(nvidia-smi) is not an error unless O(required=true); it reports no GPUs and C(nvidia_smi=missing).
+  - With O(gpus=false) it reads only the kernel log and never runs nvidia-smi (C(nvidia_smi=skipped)), the cheap read of what
+    happened during a test window; Xid events are then returned in RV(xid_events) only, not per GPU.
   - Values nvidia-smi prints as N/A are returned as null (unknown), never as 0.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
+  gpus:
+    description:
+      - Run C(nvidia-smi -q -x) for the GPU inventory. C(false) needs O(topology=false) and O(kernel_log=true) and skips
+        nvidia-smi altogether (on a node with eight GPUs C(-q -x) takes seconds).
+    type: bool
+    default: true
   topology:
     description: Also run C(nvidia-smi topo -m) and return the GPU/NIC matrix and the NIC to GPU pairs.
     type: bool
@@ -72,11 +80,18 @@ EXAMPLES = r'''
 - name: Run the GPUDirect test of mlx5_0 on its closest GPU
   ansible.builtin.debug:
     msg: "--use_cuda={{ (gpu.gpu_nic_pairs | selectattr('nic', 'equalto', 'mlx5_0') | first).gpu }}"
+
+- name: Only the kernel log since the tests began (link flaps, AER, Xid), no nvidia-smi
+  gpufleet.netval.gpu_info:
+    gpus: false
+    topology: false
+    since: "2026-12-03 10:00:00"
+  register: test_window
 '''
 
 RETURN = r'''
 nvidia_smi:
-  description: C(present) when nvidia-smi ran, C(missing) when it is not installed.
+  description: C(present) when nvidia-smi ran, C(missing) when it is not installed, C(skipped) with O(gpus=false).
   returned: always
   type: str
   sample: present
@@ -185,6 +200,7 @@ def _read_kernel_log(runner, since, timeout):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            gpus=dict(type='bool', default=True),
             topology=dict(type='bool', default=True),
             kernel_log=dict(type='bool', default=True),
             since=dict(type='str'),
@@ -200,6 +216,8 @@ def main():
     if since is not None and not checks.fullmatch(SINCE_RE, since):
         problems.append('since=%r is not a journalctl time (use forms like -1h, today, "2024-05-01 10:00:00")' % since)
     problems.append(checks.check_timeout('timeout', timeout, maximum=3600))
+    if not params['gpus'] and (params['topology'] or not params['kernel_log'] or params['required']):
+        problems.append('gpus=false reads only the kernel log: it needs topology=false, kernel_log=true and required=false')
     checks.fail_if_invalid(module, 'gpu_info', checks.problems_of(problems))
 
     runner = ToolRunner(module)
@@ -209,7 +227,9 @@ def main():
         'xid_events': None, 'thermal_events': None, 'kernel_log': None,
     }
 
-    if runner.find('nvidia-smi', required=params['required']):
+    if not params['gpus']:
+        result['nvidia_smi'] = 'skipped'
+    elif runner.find('nvidia-smi', required=params['required']):
         query = runner.run('nvidia-smi', ['-q', '-x'], timeout=timeout)
         try:
             inventory = nvidia.parse_nvidia_smi_xml(query.stdout)

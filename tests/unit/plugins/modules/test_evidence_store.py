@@ -3,11 +3,16 @@ and an accepted node's baseline is kept with its link; a hostile or damaged bund
 
 The bundles are made by the same code the evidence_bundle module runs on the node (build_bundle, tar_folder).
 """
+import base64
 import io
 import json
 import os
+import shutil
 import tarfile
 from unittest import mock
+
+import pytest
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
 
 from ansible_collections.gpufleet.netval.plugins.action import evidence_store
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
@@ -29,12 +34,33 @@ def fetched_bundle(tmp_path, files=None):
     return str(tarball), str(dest)
 
 
-def run_action(task_args, check_mode=False):
+def run_action(task_args, check_mode=False, connection=None, slurp=None):
+    """The action's result; ``connection``: the node's (a mock by default), ``slurp``: the slurp module's result."""
     task = mock.MagicMock(async_val=0, check_mode=check_mode, args=dict(task_args))
     loader = mock.MagicMock()
     loader.path_dwim.side_effect = lambda path: path if os.path.isabs(path) else os.path.join('/playbooks', path)
-    action = evidence_store.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=loader, templar=None, shared_loader_obj=None)
-    return action.run(task_vars={})
+    action = evidence_store.ActionModule(task, connection or mock.MagicMock(), mock.MagicMock(), loader=loader, templar=None,
+                                         shared_loader_obj=None)
+    with mock.patch.object(action, '_execute_module', return_value=slurp) as execute:
+        result = action.run(task_vars={})
+    assert slurp is not None or not execute.called, 'slurp ran without become'
+    return result
+
+
+def node_bundle(tmp_path):
+    """(src, sha256): a bundle made and tarred on the 'node' as evidence_bundle makes it, the sha256 it returns."""
+    node_dir = tmp_path / 'node'
+    node_dir.mkdir()
+    evidence.build_bundle(str(node_dir / STAMP), {'results.json': '{"bucket": "A"}', 'tests/ib_write_bw.txt': '#bytes ...\n'})
+    src = str(node_dir / ('node01-%s.tar.gz' % STAMP))
+    return src, evidence.tar_folder(str(node_dir / STAMP), src)
+
+
+def node_connection(become=False, transfer=None):
+    """A connection whose fetch_file copies the file (or runs ``transfer``), as the ssh connection's does."""
+    connection = mock.MagicMock(become=become)
+    connection.fetch_file.side_effect = transfer or shutil.copyfile
+    return connection
 
 
 def test_a_bundle_is_unpacked_verified_and_an_accepted_nodes_baseline_kept_with_its_link(tmp_path):
@@ -163,3 +189,89 @@ def test_a_name_twice_in_the_bundle_is_refused_not_written_over(tmp_path):
     result = run_action({'tarball': str(tarball), 'dest': str(dest)})
     assert result['failed'] and result['error_class'] == 'evidence_error' and 'never overwritten' in result['msg']
     assert (dest / 'results.json').read_bytes() == b'first'
+
+
+def test_a_bundle_on_the_node_is_fetched_checked_against_the_captures_sha256_and_unpacked(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = str(tmp_path / 'controller' / 'node01' / STAMP)
+    connection = node_connection()
+    result = run_action({'src': src, 'src_sha256': digest, 'dest': dest}, connection=connection)
+    assert not result.get('failed') and result['changed'], result
+    assert result['tarball'] == os.path.join(dest, os.path.basename(src)) and result['location'] == dest
+    assert sorted(result['files']) == ['results.json', 'tests/ib_write_bw.txt']
+    assert sorted(os.listdir(dest)) == ['MANIFEST.sha256', os.path.basename(src), 'results.json', 'tests']
+    (called_src, _local), _kwargs = connection.fetch_file.call_args
+    assert called_src == src and connection.fetch_file.call_count == 1
+
+
+def test_a_copy_that_differs_from_the_captures_sha256_never_takes_the_bundles_name(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = tmp_path / 'controller' / 'node01' / STAMP
+
+    def cut_short(remote, local):
+        with open(remote, 'rb') as whole, open(local, 'wb') as copy:
+            copy.write(whole.read()[:100])
+    result = run_action({'src': src, 'src_sha256': digest, 'dest': str(dest)}, connection=node_connection(transfer=cut_short))
+    assert result['failed'] and result['error_class'] == 'evidence_error' and result['error_side'] == 'unknown'
+    assert digest in result['msg'] and src in result['msg']
+    assert os.listdir(str(dest)) == []
+
+
+def test_a_failed_transfer_leaves_nothing_and_an_unreachable_node_stays_unreachable(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = tmp_path / 'controller' / 'node01' / STAMP
+
+    def broken(remote, local):
+        with open(local, 'wb') as partial:
+            partial.write(b'half')
+        raise AnsibleError('failed to transfer file to %s' % local)
+    result = run_action({'src': src, 'src_sha256': digest, 'dest': str(dest)}, connection=node_connection(transfer=broken))
+    assert result['failed'] and result['error_class'] == 'evidence_error' and 'the transfer failed' in result['msg']
+    assert os.listdir(str(dest)) == []
+
+    def gone(remote, local):
+        raise AnsibleConnectionFailure('ssh: connect to host node01 port 22: No route to host')
+    with pytest.raises(AnsibleConnectionFailure):
+        run_action({'src': src, 'src_sha256': digest, 'dest': str(dest)}, connection=node_connection(transfer=gone))
+
+
+def test_a_fetched_bundle_is_never_written_over(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = tmp_path / 'controller' / 'node01' / STAMP
+    dest.mkdir(parents=True)
+    (dest / os.path.basename(src)).write_bytes(b'an earlier bundle')
+    connection = node_connection()
+    result = run_action({'src': src, 'src_sha256': digest, 'dest': str(dest)}, connection=connection)
+    assert result['failed'] and 'never overwritten' in result['msg'] and not connection.fetch_file.called
+    assert (dest / os.path.basename(src)).read_bytes() == b'an earlier bundle'
+
+
+def test_under_become_the_bundle_is_read_with_slurp_as_fetch_does(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = str(tmp_path / 'controller' / 'node01' / STAMP)
+    with open(src, 'rb') as handle:
+        slurped = {'content': base64.b64encode(handle.read()).decode('ascii'), 'encoding': 'base64'}
+    connection = node_connection(become=True)
+    result = run_action({'src': src, 'src_sha256': digest, 'dest': dest}, connection=connection, slurp=slurped)
+    assert not result.get('failed') and 'results.json' in result['files'] and not connection.fetch_file.called
+    refused = run_action({'src': src, 'src_sha256': digest, 'dest': dest + '-2'}, connection=node_connection(become=True),
+                         slurp={'failed': True, 'msg': 'file not found: %s' % src})
+    assert refused['failed'] and 'slurp could not read it: file not found' in refused['msg']
+
+
+def test_src_options_are_checked_and_check_mode_fetches_nothing(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = str(tmp_path / 'controller' / 'node01' / STAMP)
+    both = run_action({'src': src, 'src_sha256': digest, 'tarball': dest + '/b.tar.gz', 'dest': dest})
+    assert both['failed'] and both['error_class'] == 'invalid_options' and 'not both' in both['msg']
+    neither = run_action({'dest': dest})
+    assert neither['failed'] and 'not neither' in neither['msg']
+    unchecked = run_action({'src': 'bundle.tar.gz', 'src_sha256': 'ABC', 'dest': dest})
+    assert 'src must be the absolute path' in unchecked['msg'] and "src needs src_sha256" in unchecked['msg']
+    assert 'src_sha256 needs src' in run_action({'tarball': dest + '/b.tar.gz', 'src_sha256': digest, 'dest': dest})['msg']
+    connection = node_connection()
+    planned = run_action({'src': src, 'src_sha256': digest, 'dest': dest}, check_mode=True, connection=connection)
+    assert not planned.get('failed') and not planned['changed'] and planned['tarball'] == os.path.join(dest, os.path.basename(src))
+    assert not connection.fetch_file.called and not os.path.exists(dest)
+    result, failed = run_module(evidence_store_module.main, {'src': src, 'src_sha256': digest, 'dest': dest})
+    assert failed and result['error_class'] == 'invalid_options' and 'as a module, give tarball' in result['msg']

@@ -42,6 +42,24 @@ def test_since_is_passed_as_one_argument_and_topology_can_be_skipped():
     assert result['kernel_log']['since_applied'] is True
 
 
+def test_gpus_false_reads_only_the_kernel_log_and_keeps_its_events():
+    result, failed = run_module(gpu_info.main, {'gpus': False, 'topology': False, 'since': '2026-12-03 10:00:00'}, calls=[
+        Call(JOURNAL + ['--since=2026-12-03 10:00:00'], out=XID_LOG + A10G_XID)])
+    assert not failed, result
+    assert [call[-1] for call in result['_ran']] == ['--since=2026-12-03 10:00:00']   # no nvidia-smi
+    assert (result['nvidia_smi'], result['gpus'], result['gpu_count']) == ('skipped', [], 0)
+    assert [(e['code'], e['bus_id']) for e in result['xid_events']] == [(79, '0000:91:00.0'), (79, '0000:00:1e.0')]
+    assert len(result['kernel_log']['sxid']) == 8
+
+
+def test_gpus_false_with_what_needs_nvidia_smi_is_refused_before_running_anything():
+    for args in ({'gpus': False}, {'gpus': False, 'topology': False, 'kernel_log': False},
+                 {'gpus': False, 'topology': False, 'required': True}):
+        result, failed = run_module(gpu_info.main, args)
+        assert failed and result['error_class'] == 'invalid_options' and 'gpus=false reads only the kernel log' in result['msg']
+        assert result['_ran'] == []
+
+
 def test_bad_since_is_rejected_before_running_anything():
     result, failed = run_module(gpu_info.main, {'since': '1h; reboot'})
     assert failed and 'since=' in result['msg'] and socket.gethostname() in result['msg']
