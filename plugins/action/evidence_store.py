@@ -5,14 +5,16 @@
 
 It replaces ansible.builtin.fetch (whose remote stat is a module run of its own: the capture already returned the
 bundle's sha256) and five controller-side module runs per node (folder, unarchive, sha256sum -c, the baseline copy, the
-baseline link).  The task's options and result are module_utils/evidence_store.py's, its documentation
-plugins/modules/evidence_store.py's.
+baseline link).  It reaches the node only to copy the bundle: over the connection's own transfer, or under become with
+the slurp module, as fetch does.  The task's options and result are module_utils/evidence_store.py's, its
+documentation plugins/modules/evidence_store.py's.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import binascii
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 
@@ -23,6 +25,8 @@ from ansible_collections.gpufleet.netval.plugins.plugin_utils.controller_action 
 class ActionModule(ControllerAction):
     NAME = 'evidence_store'
     ARGUMENT_SPEC = evidence_store.ARGUMENT_SPEC
+    # It copies the bundle from the node: the task's own connection, never the local one ansible substitutes otherwise.
+    _requires_connection = True
 
     def run(self, tmp=None, task_vars=None):
         self._fetch_vars = task_vars or {}
@@ -44,7 +48,13 @@ class ActionModule(ControllerAction):
                                                task_vars=self._fetch_vars)
                 if slurped.get('failed') or 'content' not in slurped:
                     raise evidence.EvidenceError('slurp could not read it: %s' % slurped.get('msg', 'no content'))
-                evidence.write_new_file(local_path, base64.b64decode(slurped['content']))
+                if slurped.get('encoding') != 'base64':
+                    raise evidence.EvidenceError('slurp returned it as %r, not base64' % (slurped.get('encoding'),))
+                try:
+                    data = base64.b64decode(slurped['content'], validate=True)
+                except (binascii.Error, TypeError, ValueError) as exc:
+                    raise evidence.EvidenceError('slurp returned content that is not base64: %s' % exc)
+                evidence.write_new_file(local_path, data)
             else:
                 self._connection.fetch_file(src, local_path)
         except AnsibleConnectionFailure:

@@ -11,6 +11,7 @@ the same name runs it where it is executed as a module.  ``store`` returns the t
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import errno
 import json
 import os
 import re
@@ -29,6 +30,12 @@ ARGUMENT_SPEC = dict(
 )
 
 SHA256_RE = re.compile(r'[0-9a-f]{64}')
+# The name the bundle takes on the controller comes from the node: a plain .tar.gz name (evidence_bundle's
+# <node>-<stamp>.tar.gz), never a dot-name, baseline.json or MANIFEST.sha256 of the folder.
+BUNDLE_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._@+-]{0,240}\.tar\.gz')
+BASELINE = 'baseline.json'
+# Where a file system has no hard links, the copy takes its name by an exclusive create and a rename instead.
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV)
 
 
 def option_problems(params, can_fetch):
@@ -44,8 +51,9 @@ def option_problems(params, can_fetch):
         if not can_fetch:
             problems.append('src is fetched over the node\'s connection by the evidence_store action plugin; '
                             'as a module, give tarball (fetched with ansible.builtin.fetch)')
-        if not os.path.isabs(src) or not os.path.basename(src):
-            problems.append('src must be the absolute path of the bundle on the node, got %r' % (src,))
+        if not os.path.isabs(src) or BUNDLE_NAME_RE.fullmatch(os.path.basename(src)) is None:
+            problems.append('src must be the absolute path of a .tar.gz bundle on the node (a name of letters, digits and '
+                            '. _ @ + -, not starting with a dot), got %r' % (src,))
         if SHA256_RE.fullmatch(params['src_sha256'] or '') is None:
             problems.append('src needs src_sha256, the bundle\'s sha256 as evidence_bundle returned it '
                             '(64 lowercase hex digits), got %r' % (params['src_sha256'],))
@@ -77,7 +85,7 @@ def fetch_bundle(fetch, src, dest, sha256):
         if got != sha256:
             raise evidence.EvidenceError('the copy of %s has sha256 %s, not the %s the node\'s capture reported '
                                          '(a damaged transfer, or the bundle changed on the node)' % (src, got, sha256))
-        os.link(partial, final)
+        _take_name(partial, final)
     except OSError as exc:
         raise evidence.EvidenceError('cannot fetch %s into %s: %s' % (src, final, exc))
     finally:
@@ -85,6 +93,19 @@ def fetch_bundle(fetch, src, dest, sha256):
             os.unlink(partial)
     evidence.fsync_dir(dest)
     return final
+
+
+def _take_name(partial, final):
+    """Give the checked copy ``partial`` its name ``final``, never over a file: a hard link where the file system has
+    them, else an exclusive create of ``final`` (it is ours from then on) and a rename over it."""
+    try:
+        os.link(partial, final)
+        return
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+    os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o644))
+    os.rename(partial, final)
 
 
 def store(params, check_mode=False, fetch=None):
@@ -96,7 +117,7 @@ def store(params, check_mode=False, fetch=None):
         return validate.invalid_result('evidence_store', problems)
     if params['src'] is not None:
         tarball = os.path.join(dest, os.path.basename(params['src']))
-    baseline_path = os.path.join(dest, 'baseline.json') if params['baseline'] is not None else None
+    baseline_path = os.path.join(dest, BASELINE) if params['baseline'] is not None else None
     if check_mode:
         return dict(changed=False, location=dest, tarball=tarball, files=[], baseline=baseline_path, baseline_written=False,
                     **SUCCESS)
@@ -105,6 +126,9 @@ def store(params, check_mode=False, fetch=None):
         if params['src'] is not None:
             fetch_bundle(fetch, params['src'], dest, params['src_sha256'])
         files = evidence.unpack_bundle(tarball, dest)
+        if baseline_path and BASELINE in files:
+            raise evidence.EvidenceError('the bundle holds a %s of its own; the baseline is the controller\'s to write, '
+                                         'none was written and the baseline link was left alone' % BASELINE)
         if baseline_path:
             if not os.path.lexists(baseline_path):
                 text = json.dumps(params['baseline'], indent=4, sort_keys=True, default=str) + '\n'

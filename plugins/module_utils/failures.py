@@ -59,8 +59,9 @@ ERROR_CLASSES = {
     'no_results': (SIDE_UNKNOWN, 'the benchmark printed no result rows: read errors and stdout'),
     'wrong_results': (SIDE_HOST, 'nccl-tests reported wrong results (#wrong > 0): check GPU memory and the fabric'),
     'peer_busy': (SIDE_OURS, 'every known-good peer stayed leased to other nodes: add peers, raise the wait, or look for a stuck run'),
-    'evidence_error': (SIDE_UNKNOWN, 'the fetched bundle could not be unpacked, verified or kept on the controller: read msg; the '
-                                     'node keeps its own copy of the bundle'),
+    'evidence_error': (SIDE_UNKNOWN, 'the bundle could not be fetched (a failed transfer, or a copy whose sha256 is not the '
+                                     'capture\'s), unpacked, verified or kept on the controller: read msg; the node keeps its '
+                                     'own copy of the bundle'),
     'lease_error': (SIDE_OURS, 'the lease folder must be a writable local folder on the controller, shared by every run that uses '
                                'the peers'),
 }

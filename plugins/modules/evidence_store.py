@@ -12,10 +12,10 @@ module: evidence_store
 short_description: Fetch a node's evidence bundle to the controller, unpack it, verify its manifest, keep the baseline
 version_added: 0.1.0
 description:
-  - The controller's half of the evidence chain in one task and no module process (an action plugin). With O(src) it first
-    fetches the node's bundle (M(gpufleet.netval.evidence_bundle)) over the task's connection into O(dest) and checks it
-    against O(src_sha256), the sha256 the capture returned; with O(tarball) the bundle is already there (for example
-    brought by C(ansible.builtin.fetch)).
+  - The controller's half of the evidence chain in one task (an action plugin, no module process on the controller). With
+    O(src) it first fetches the node's bundle (M(gpufleet.netval.evidence_bundle)) over the task's connection into O(dest)
+    and checks it against O(src_sha256), the sha256 the capture returned; with O(tarball) the bundle is already there (for
+    example brought by C(ansible.builtin.fetch)).
   - The fetched copy takes its name in O(dest) only once its sha256 matches, and never over a file of that name, so a
     half-fetched or altered bundle never looks like evidence.
   - Unpacks the tarball in O(dest) next to itself. Only folders and regular files inside O(dest) are taken; a link, a device or a
@@ -30,7 +30,8 @@ options:
   src:
     description:
       - The bundle's path on the node (RV(gpufleet.netval.evidence_bundle#module:tarball)), fetched into O(dest) under its own
-        name. Give either O(src) or O(tarball).
+        name, which must be a plain C(.tar.gz) name (letters, digits and C(. _ @ + -), not starting with a dot). Give either
+        O(src) or O(tarball).
       - Under become it is read with C(ansible.legacy.slurp), as C(ansible.builtin.fetch) does.
     type: str
   src_sha256:
@@ -60,7 +61,11 @@ attributes:
     support: none
 notes:
   - Its action plugin runs it on the controller whatever the task's host, and relative paths are the playbook folder's, as
-    for C(ansible.builtin.fetch); it reads and writes only below O(dest) and at O(baseline_link).
+    for C(ansible.builtin.fetch). On the controller it writes only O(dest) (and its parents, with O(src)) and
+    O(baseline_link); on the node it only reads O(src), with the connection's own file transfer, or under become with
+    C(ansible.legacy.slurp) (a module run on the node), as C(ansible.builtin.fetch) does.
+  - A bundle holding a C(baseline.json) of its own fails the task when O(baseline) is given; nothing of it is taken as the baseline.
+  - A node that stops answering during the transfer makes the task unreachable, as a fetch would (no RV(error_class) then).
   - Run as a module (not through its action plugin) it cannot fetch, and O(src) fails the task.
 '''
 
@@ -103,7 +108,7 @@ baseline_written:
   type: bool
 error_class:
   description: C(evidence_error) when the bundle cannot be fetched, unpacked, verified or kept; C(invalid_options) for bad options; null on success.
-  returned: always
+  returned: always (but an unreachable node)
   type: str
 error_hint:
   description: What to check for RV(error_class).

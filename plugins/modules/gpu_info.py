@@ -27,8 +27,8 @@ author:
 options:
   gpus:
     description:
-      - Run C(nvidia-smi -q -x) for the GPU inventory. C(false) needs O(topology=false) and O(kernel_log=true) and skips
-        nvidia-smi altogether (on a node with eight GPUs C(-q -x) takes seconds).
+      - Run C(nvidia-smi -q -x) for the GPU inventory. C(false) needs O(topology=false), O(kernel_log=true) and
+        O(required=false) and skips nvidia-smi altogether (on a node with eight GPUs C(-q -x) takes seconds).
     type: bool
     default: true
   topology:

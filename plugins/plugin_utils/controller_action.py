@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet.netval contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The base of the collection's controller-side action plugins (peer_lease, evidence_store).
+"""The base of the collection's controller-side action plugins (peer_lease, evidence_store, validation_report).
 
-They do their work in the worker process that runs the task, with no module process: a module run on the controller
-costs AnsiballZ and a new interpreter, seconds under a fleet's load.  The options are checked against the same
+They do their work in the worker process that runs the task, with no module process on the controller: a module run
+there costs AnsiballZ and a new interpreter, seconds under a fleet's load (evidence_store reaches the node only to copy
+its bundle, and says so with _requires_connection).  The options are checked against the same
 argument spec the module of the same name uses, and bad ones fail in the collection's one failure shape.
 """
 

@@ -48,6 +48,13 @@ def test_400g_plan_runs_every_enabled_test_in_catalogue_order():
     assert made['runs']['ib_send_bw'][0]['tx_depth'] == 128 and made['runs']['ib_send_bw'][0]['size'] == 65536
 
 
+def test_no_profile_and_no_peer_ports_plan_nothing_as_tier_tests_plans_a_pass_whose_peer_is_gone():
+    gone = plan.tier_test_plan({}, live_ports(8), [], gpu_pairs_of(['mlx5_%d' % i for i in range(8)]),
+                               {'slot': 3, 'peer_address': '10.252.0.2', 'phase': 'peer'})
+    assert gone == {'tests': [], 'runs': {}, 'batches': {}, 'perftest_tests': [], 'expected': [], 'pairs': []}
+    assert plan_400g(phase='peer')['tests']   # the same options with the profile plan the peer tests
+
+
 def test_ports_are_unique_across_test_kinds_and_across_nodes_sharing_a_peer():
     first, second = plan_400g(slot=0), plan_400g(slot=1)
     ports_first, ports_second = perftest_ports(first), perftest_ports(second)

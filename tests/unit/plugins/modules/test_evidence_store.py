@@ -4,6 +4,7 @@ and an accepted node's baseline is kept with its link; a hostile or damaged bund
 The bundles are made by the same code the evidence_bundle module runs on the node (build_bundle, tar_folder).
 """
 import base64
+import errno
 import io
 import json
 import os
@@ -44,6 +45,9 @@ def run_action(task_args, check_mode=False, connection=None, slurp=None):
     with mock.patch.object(action, '_execute_module', return_value=slurp) as execute:
         result = action.run(task_vars={})
     assert slurp is not None or not execute.called, 'slurp ran without become'
+    if execute.called:
+        _args, kwargs = execute.call_args
+        assert kwargs['module_name'] == 'ansible.legacy.slurp' and kwargs['module_args'] == {'src': task_args['src']}
     return result
 
 
@@ -257,6 +261,13 @@ def test_under_become_the_bundle_is_read_with_slurp_as_fetch_does(tmp_path):
     refused = run_action({'src': src, 'src_sha256': digest, 'dest': dest + '-2'}, connection=node_connection(become=True),
                          slurp={'failed': True, 'msg': 'file not found: %s' % src})
     assert refused['failed'] and 'slurp could not read it: file not found' in refused['msg']
+    for reply, reason in (({'content': 'not base64!', 'encoding': 'base64'}, 'not base64'),
+                          ({'content': 'eA==', 'encoding': 'utf-8'}, "'utf-8', not base64"),
+                          ({'content': base64.b64encode(b'another file').decode('ascii'), 'encoding': 'base64'}, 'not the %s' % digest)):
+        bad_dest = tmp_path / 'bad' / reason.replace(' ', '_').replace("'", '').replace(',', '')
+        bad = run_action({'src': src, 'src_sha256': digest, 'dest': str(bad_dest)}, connection=node_connection(become=True), slurp=reply)
+        assert bad['failed'] and bad['error_class'] == 'evidence_error' and reason in bad['msg'], (reason, bad)
+        assert os.listdir(str(bad_dest)) == []
 
 
 def test_src_options_are_checked_and_check_mode_fetches_nothing(tmp_path):
@@ -268,6 +279,10 @@ def test_src_options_are_checked_and_check_mode_fetches_nothing(tmp_path):
     assert neither['failed'] and 'not neither' in neither['msg']
     unchecked = run_action({'src': 'bundle.tar.gz', 'src_sha256': 'ABC', 'dest': dest})
     assert 'src must be the absolute path' in unchecked['msg'] and "src needs src_sha256" in unchecked['msg']
+    # The node names the file the controller writes: only a plain .tar.gz name, never the folder's own files.
+    for hostile in ('/var/tmp/x/..', '/var/tmp/baseline.json', '/var/tmp/MANIFEST.sha256', '/var/tmp/.hidden.tar.gz', '/var/tmp/'):
+        refused = run_action({'src': hostile, 'src_sha256': digest, 'dest': dest})
+        assert refused['error_class'] == 'invalid_options' and 'a .tar.gz bundle' in refused['msg'], hostile
     assert 'src_sha256 needs src' in run_action({'tarball': dest + '/b.tar.gz', 'src_sha256': digest, 'dest': dest})['msg']
     connection = node_connection()
     planned = run_action({'src': src, 'src_sha256': digest, 'dest': dest}, check_mode=True, connection=connection)
@@ -275,3 +290,46 @@ def test_src_options_are_checked_and_check_mode_fetches_nothing(tmp_path):
     assert not connection.fetch_file.called and not os.path.exists(dest)
     result, failed = run_module(evidence_store_module.main, {'src': src, 'src_sha256': digest, 'dest': dest})
     assert failed and result['error_class'] == 'invalid_options' and 'as a module, give tarball' in result['msg']
+
+
+def test_a_dest_that_is_a_symlink_is_refused_before_anything_is_fetched(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    (tmp_path / 'controller').mkdir()
+    dest = tmp_path / 'controller' / STAMP
+    os.symlink(str(elsewhere), str(dest))
+    connection = node_connection()
+    result = run_action({'src': src, 'src_sha256': digest, 'dest': str(dest)}, connection=connection)
+    assert result['failed'] and 'is a symlink' in result['msg'] and not connection.fetch_file.called
+    assert os.listdir(str(elsewhere)) == []
+
+
+def test_where_hard_links_are_refused_the_copy_takes_its_name_by_an_exclusive_create_and_rename(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = str(tmp_path / 'controller' / 'node01' / STAMP)
+    with mock.patch('os.link', side_effect=OSError(errno.EPERM, 'Operation not permitted')):
+        result = run_action({'src': src, 'src_sha256': digest, 'dest': dest}, connection=node_connection())
+    assert not result.get('failed') and 'results.json' in result['files'], result
+    assert sorted(os.listdir(dest)) == ['MANIFEST.sha256', os.path.basename(src), 'results.json', 'tests']
+
+
+def test_a_name_taken_between_the_check_and_the_link_is_never_written_over(tmp_path):
+    src, digest = node_bundle(tmp_path)
+    dest = tmp_path / 'controller' / 'node01' / STAMP
+    final = dest / os.path.basename(src)
+
+    def meanwhile(remote, local):
+        shutil.copyfile(remote, local)
+        final.write_bytes(b'written meanwhile')
+    result = run_action({'src': src, 'src_sha256': digest, 'dest': str(dest)}, connection=node_connection(transfer=meanwhile))
+    assert result['failed'] and result['error_class'] == 'evidence_error' and 'File exists' in result['msg']
+    assert final.read_bytes() == b'written meanwhile' and os.listdir(str(dest)) == [final.name]
+
+
+def test_a_bundle_with_a_baseline_of_its_own_never_becomes_the_nodes_baseline(tmp_path):
+    tarball, dest = fetched_bundle(tmp_path, {'results.json': '{}', 'baseline.json': '{"forged": true}'})
+    link = os.path.join(os.path.dirname(dest), 'baseline')
+    result = run_action({'tarball': tarball, 'dest': dest, 'baseline': {'node': 'node01'}, 'baseline_link': link})
+    assert result['failed'] and result['error_class'] == 'evidence_error' and 'baseline.json of its own' in result['msg']
+    assert not os.path.lexists(link)
