@@ -30,9 +30,6 @@ ARGUMENT_SPEC = dict(
 )
 
 SHA256_RE = re.compile(r'[0-9a-f]{64}')
-# The name the bundle takes on the controller comes from the node: a plain .tar.gz name (evidence_bundle's
-# <node>-<stamp>.tar.gz), never a dot-name, baseline.json or MANIFEST.sha256 of the folder.
-BUNDLE_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._@+-]{0,240}\.tar\.gz')
 BASELINE = 'baseline.json'
 # Where a file system has no hard links, the copy takes its name by an exclusive create and a rename instead.
 _NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV)
@@ -51,7 +48,7 @@ def option_problems(params, can_fetch):
         if not can_fetch:
             problems.append('src is fetched over the node\'s connection by the evidence_store action plugin; '
                             'as a module, give tarball (fetched with ansible.builtin.fetch)')
-        if not os.path.isabs(src) or BUNDLE_NAME_RE.fullmatch(os.path.basename(src)) is None:
+        if not os.path.isabs(src) or not _bundle_name(os.path.basename(src)):
             problems.append('src must be the absolute path of a .tar.gz bundle on the node (a name of letters, digits and '
                             '. _ @ + -, not starting with a dot), got %r' % (src,))
         if SHA256_RE.fullmatch(params['src_sha256'] or '') is None:
@@ -62,6 +59,15 @@ def option_problems(params, can_fetch):
     if params['baseline_link'] and params['baseline'] is None:
         problems.append('baseline_link needs baseline')
     return problems
+
+
+def _bundle_name(name):
+    """Whether the name the node gives its bundle may name a file on the controller: one safe evidence file name
+    (evidence.safe_relpath: no dot-name, no path) ending in .tar.gz, so never baseline.json or MANIFEST.sha256."""
+    try:
+        return '/' not in name and name.endswith('.tar.gz') and bool(evidence.safe_relpath(name))
+    except evidence.EvidenceError:
+        return False
 
 
 def fetch_bundle(fetch, src, dest, sha256):
@@ -104,7 +110,7 @@ def _take_name(partial, final):
     except OSError as exc:
         if exc.errno not in _NO_HARD_LINKS:
             raise
-    os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o644))
+    evidence.write_new_file(final, b'')
     os.rename(partial, final)
 
 
