@@ -741,6 +741,29 @@ def likely_causes(tests, findings, cause_rules):
     return causes + unexplained(results, explained)
 
 
+RUN_INCOMPLETE = 'run_incomplete'
+
+
+def incomplete_verdict(node, where, why, tier=None, cause=RUN_INCOMPLETE):
+    """The verdict of a node whose run broke before it had one of its own: bucket B, a cause of ours, where and why.
+
+    ``where``: the stage or task that broke (``connect``, ``preflight``, a task name, ``report``); ``why``: what Ansible or
+    our code said.  Nothing in it is held against the node: it names what to fix on our side and asks for a re-run.
+    """
+    where = ' '.join(str(where or 'the run').split())
+    why = ' '.join(str(why or 'no reason was recorded').split())
+    detail = ('The validation run did not finish for this node: it broke at %s (%s). Nothing was held against the node; '
+              'fix what the message names (the connection, the controller, the collection) and re-run the validation.'
+              % (where, why))
+    finding = {'check': RUN_INCOMPLETE, 'subject': where, 'status': UNKNOWN, 'blocking': False,
+               'expected': 'the validation run to finish', 'actual': why, 'detail': detail}
+    counts = dict((status, 0) for status in STATUSES + (INFO,))
+    counts[UNKNOWN] = 1
+    return {'node': node, 'bucket': BUCKET_INVESTIGATE, 'tier': tier, 'tests': [], 'findings': [finding],
+            'causes': [{'cause': cause, 'detail': detail, 'subjects': [where]}], 'counts': counts,
+            'run_incomplete': {'where': where, 'why': why}}
+
+
 def node_verdict(measurements, findings, profile, context=None):
     """The whole verdict for one node.
 

@@ -386,3 +386,15 @@ def test_near_miss_measurements_that_ran_once_pass_through_unchanged_in_order():
     assert measurements.combine_repeats(once) == once
     same, = measurements.combine_repeats([bw('mlx5_0', 46.0), bw('mlx5_0', 46.0)])  # equal repeats are still two samples
     assert same['samples'] == [46.0, 46.0] and 'repeat_errors' not in same
+
+
+def test_an_incomplete_run_is_bucket_b_with_our_cause_naming_where_and_why():
+    result = verdict.incomplete_verdict('node03', 'connect', 'Failed to connect to the host via ssh:\n timed out', tier='400G')
+    assert result['bucket'] == 'B' and result['node'] == 'node03' and result['tier'] == '400G'
+    assert [c['cause'] for c in result['causes']] == ['run_incomplete']
+    assert 'connect' in result['causes'][0]['detail'] and 'timed out' in result['causes'][0]['detail']
+    assert '\n' not in result['causes'][0]['detail']
+    assert result['counts']['unknown'] == 1 and result['findings'][0]['status'] == 'unknown'
+    assert result['run_incomplete'] == {'where': 'connect', 'why': 'Failed to connect to the host via ssh: timed out'}
+    # Nothing in it may read as the provider's fault.
+    assert not any(f['status'] == 'reject' for f in result['findings'])
