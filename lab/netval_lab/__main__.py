@@ -20,7 +20,14 @@ from . import IPERF3_PORT, LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, PERFTEST_PO
 from . import inventory, netns
 from .netns import LabError
 
-REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'peer-down', 'peer-down-midrun', 'port-busy')
+REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'node-down', 'peer-down', 'peer-down-midrun', 'port-busy', 'module-crash')
+# The management link of every lab host, inside its namespace (netns.add_mgmt_link): down, Ansible cannot reach it.
+MGMT_IF = 'mgmt0'
+# module-crash: the node's Python (set in a host_vars file the fault writes) raises before any module can answer.
+CRASH_PYTHON = os.path.join(LAB_ROOT, 'crash-python')
+CRASH_SCRIPT = ('#!/bin/sh\n# netval lab fault module-crash: every module this interpreter runs raises before it answers.\n'
+                'exec /usr/bin/python3 -c \'raise RuntimeError("netval lab fault module-crash: the module raised")\'\n')
+
 # Faults of the node's known-good peer, emulated on the peer's own hardware.
 PEER_FAULTS = {'peer-nic-slow': 'nic0-slow'}
 EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap') + tuple(PEER_FAULTS)
@@ -297,7 +304,8 @@ def host_status(lab, host):
         else:
             links.append(dict(state, ifname=ifname))
     faults = ['%s' % f['name'] for f in lab.get('faults', []) if host in (f.get('node'), f.get('peer'))]
-    return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'netns': exists,
+    mgmt = netns.link_info(host, MGMT_IF) if exists else None
+    return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'netns': exists, 'mgmt_up': bool(mgmt and mgmt['up']),
             'sshd': netns.sshd_alive(host), 'links': links, 'faults': faults}
 
 
@@ -317,12 +325,13 @@ def cmd_status(args):
         return 0
     say('profile %s (tier %s), %d new node(s), %d peer(s), status %s' % (
         lab['profile'], lab['tier'], lab['nodes'], lab['peers'], lab.get('status')))
-    say('%-8s %-5s %-13s %-5s %-44s %s' % ('HOST', 'ROLE', 'MGMT_IP', 'SSHD', 'FABRIC (link state/mtu/qdisc)', 'FAULTS'))
+    say('%-8s %-5s %-13s %-5s %-5s %-44s %s' % ('HOST', 'ROLE', 'MGMT_IP', 'MGMT', 'SSHD', 'FABRIC (link state/mtu/qdisc)', 'FAULTS'))
     for row in rows:
         fabric = ' '.join('%s:%s/%s/%s' % (entry['ifname'], 'up' if entry['up'] else 'DOWN', entry['mtu'], entry['qdisc'])
                           for entry in row['links'])
         sshd = 'up' if row['sshd'] else 'DOWN'
-        say('%-8s %-5s %-13s %-5s %-44s %s' % (row['host'], row['role'], row['mgmt_ip'], sshd, fabric, ','.join(row['faults']) or '-'))
+        say('%-8s %-5s %-13s %-5s %-5s %-44s %s' % (row['host'], row['role'], row['mgmt_ip'], 'up' if row['mgmt_up'] else 'DOWN', sshd,
+                                                    fabric, ','.join(row['faults']) or '-'))
     return 0
 
 
@@ -385,8 +394,13 @@ def cmd_fault(args):
     elif name == 'link-flap':
         nic = _state_nic(node, link['node_if'])
         record['pid'] = netns.start_flap(link, nic)
+    elif name == 'node-down':
+        netns.set_link(node, MGMT_IF, False)
     elif name == 'peer-down':
-        netns.stop_sshd(peer)
+        # The link, not sshd: an ssh ControlPersist master outlives its sshd, a link down it does not.
+        netns.set_link(peer, MGMT_IF, False)
+    elif name == 'module-crash':
+        _write_crash_python(node)
     elif name == 'peer-down-midrun':
         record['pid'] = netns.start_down_midrun(peer)
     elif name == 'port-busy':
@@ -402,8 +416,25 @@ def cmd_fault(args):
     return 0
 
 
+def _crash_host_vars(host):
+    return os.path.join(inventory.INVENTORY_DIR, 'host_vars', '%s.yml' % host)
+
+
+def _write_crash_python(node):
+    with open(CRASH_PYTHON, 'w', encoding='utf-8') as handle:
+        handle.write(CRASH_SCRIPT)
+    os.chmod(CRASH_PYTHON, 0o755)
+    os.makedirs(os.path.dirname(_crash_host_vars(node)), exist_ok=True)
+    with open(_crash_host_vars(node), 'w', encoding='utf-8') as handle:
+        handle.write('---\n# lab fault module-crash (removed by `fault clear`)\nansible_python_interpreter: %s\n' % CRASH_PYTHON)
+
+
 def clear_faults(lab):
     nodes = [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new']
+    for host in lab['order']:
+        netns.set_link(host, MGMT_IF, True)
+        if os.path.exists(_crash_host_vars(host)):
+            os.unlink(_crash_host_vars(host))
     for node in nodes:
         netns.stop_pidfile(os.path.join(node_dir(node), 'flap.pid'))
     for link in lab['links']:

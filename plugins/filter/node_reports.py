@@ -11,8 +11,10 @@ short_description: The run report's per-node results, each with the controller p
 version_added: 0.1.0
 description:
   - Takes the play's host variables (C(ansible_play_hosts_all | map('extract', hostvars) | list)) and returns node name to
-    result for every host that has a verdict, the result being the verdict plus C(evidence), the controller folder of the
-    node's evidence bundle when one was fetched. A node whose evidence is missing keeps its verdict; no node is dropped.
+    result for every host, the result being the verdict plus C(evidence), the controller folder of the node's evidence
+    bundle when one was fetched. A node whose evidence is missing keeps its verdict; no node is dropped.
+  - A host without a verdict (its run ended before it had one and no rescue recorded why) gets bucket B with the cause
+    C(run_incomplete), as P(gpufleet.netval.run_break#filter) gives it: every host of the limit is in every report.
   - The names of the two variables are arguments, so the filter reads nothing it is not told to.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -40,13 +42,19 @@ EXAMPLES = r'''
 
 RETURN = r'''
 _value:
-  description: Node name to its result (the verdict plus C(evidence) where a bundle exists).
+  description: Node name to its result (the verdict plus C(evidence) where a bundle exists), for every host.
   type: dict
 '''
 
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.netval.plugins.module_utils import verdict
+
+# Why a host has no verdict when no rescue said more: the play lost it (a task failed outside every rescue, or it stopped
+# answering where nothing catches that).
+NO_VERDICT = 'the run ended before this node had a verdict: a task failed outside the run\'s rescue or the node stopped answering'
 
 
 def node_reports(hosts, result_var, evidence_var):
@@ -57,6 +65,8 @@ def node_reports(hosts, result_var, evidence_var):
         if not isinstance(host, Mapping):
             raise AnsibleFilterError('node_reports: expected host variables (a mapping), got %r' % (host,))
         if result_var not in host:
+            name = str(host.get('inventory_hostname') or '?')
+            nodes[name] = verdict.incomplete_verdict(name, 'the run', NO_VERDICT, tier=host.get('netval_tier'))
             continue
         result = host[result_var]
         if not isinstance(result, Mapping) or not result.get('node'):

@@ -78,11 +78,13 @@ FAULT = 'fault'
 SPEC_MISMATCH = 'spec_mismatch'
 BASELINE_MISSING = 'baseline_missing'
 NOT_CAPTURED = 'not_captured'
-KINDS = (FAULT, SPEC_MISMATCH, BASELINE_MISSING, NOT_CAPTURED)
+RUN_INCOMPLETE = 'run_incomplete'
+KINDS = (FAULT, SPEC_MISMATCH, BASELINE_MISSING, NOT_CAPTURED, RUN_INCOMPLETE)
 
 # Every check compare() runs, with its kind and what makes it red (the JUnit report lists each, passed or not).
 CHECKS = {
     'baseline': (BASELINE_MISSING, 'the node has a baseline to compare with (red when it has none)'),
+    RUN_INCOMPLETE: (RUN_INCOMPLETE, 'the node\'s drift run finished: it was reached and captured (red when it broke)'),
     'capture': (NOT_CAPTURED, 'a part of the capture or of the baseline that could not be compared (info)'),
     'profile': (SPEC_MISMATCH, 'the tier or tier profile digest changed since the baseline (info)'),
     'nic_present': (FAULT, 'a NIC of the baseline is missing (red)'),
@@ -300,6 +302,16 @@ def baseline_missing(node, current=None):
     return finding('baseline', node or 'node', RED, BASELINE_MISSING, None, (current or {}).get('timestamp') if isinstance(current, dict) else None,
                    '%s has no baseline: nothing to compare its state with. Validate it (validate.yml; bucket A keeps the '
                    'baseline) before it is drift-checked.' % (node or 'the node'))
+
+
+def run_incomplete(where, why, timestamp=None):
+    """The one finding of a node whose drift run broke (unreachable, a task that failed): red, since an accepted node that
+    cannot be checked is not known to be what was accepted."""
+    where = ' '.join(str(where or 'the run').split())
+    why = ' '.join(str(why or 'no reason was recorded').split())
+    return finding(RUN_INCOMPLETE, where, RED, RUN_INCOMPLETE, None, timestamp,
+                   'the drift run broke at %s (%s): the node\'s state was not compared with its baseline; fix what the message '
+                   'names and run the check again' % (where, why))
 
 
 def _not_captured(subject, side, detail):

@@ -16,6 +16,7 @@ __metaclass__ = type
 import json
 from xml.sax.saxutils import escape, quoteattr
 
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils import baseline as base
 from ansible_collections.gpufleet.netval.plugins.module_utils import drift
 from ansible_collections.gpufleet.netval.plugins.module_utils.report import xml_text
@@ -42,6 +43,13 @@ def check_nodes(nodes):
         if not isinstance(name, str) or not name:
             problems.append('node names must be non-empty text, got %r' % (name,))
             continue
+        if entry is None:
+            # A host of the run whose capture never reached the report: it stays in every report, red.
+            entry = {'run_incomplete': {'where': 'the run', 'why': 'no capture of this node reached the report (it stopped answering '
+                                                                   'or a task failed outside the run\'s rescue)'}}
+        if isinstance(entry, dict) and isinstance(entry.get('run_incomplete'), dict) and 'findings' not in entry:
+            broke = entry['run_incomplete']
+            entry = dict(entry, findings=[drift.run_incomplete(broke.get('where'), failure_text(broke.get('why')), entry.get('timestamp'))])
         if isinstance(entry, list):
             entry = {'findings': entry}
         if not isinstance(entry, dict):
@@ -156,7 +164,7 @@ def node_markdown(name, entry, kind='drift'):
 
 def _checks_of(entry):
     checks = [f.get('check') for f in entry['findings']]
-    if any(f.get('kind') == drift.BASELINE_MISSING for f in entry['findings']):
+    if any(f.get('kind') in (drift.BASELINE_MISSING, drift.RUN_INCOMPLETE) for f in entry['findings']):
         return sorted(set(str(c) for c in checks))
     compared = [c for c in drift.CHECKS if c not in ('baseline', 'maintenance')]
     return sorted(set(compared) | set(str(c) for c in checks))

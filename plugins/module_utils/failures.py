@@ -20,6 +20,8 @@ On success the three keys are null.  No Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from collections.abc import Mapping
+
 SIDE_OURS = 'ours'
 SIDE_HOST = 'host'
 SIDE_UNKNOWN = 'unknown'
@@ -73,3 +75,17 @@ def failure(error_class, hint=None):
     """{error_class, error_hint, error_side} for ``error_class``; ``hint`` overrides the table's hint."""
     side, table_hint = ERROR_CLASSES.get(error_class, (SIDE_UNKNOWN, None))
     return {'error_class': error_class, 'error_hint': hint or table_hint, 'error_side': side}
+
+
+def failure_text(result):
+    """What a failed task said, on one line: its msg, and the last line of a module's stderr (a crash's exception)."""
+    if not isinstance(result, Mapping):
+        return str(result) if result else ''
+    text = str(result.get('msg') or 'failed')
+    lines = str(result.get('module_stderr') or '').strip().splitlines()
+    exception = str(result.get('exception') or '').strip()
+    if not lines and exception != '(traceback unavailable)':
+        lines = exception.splitlines()
+    if lines and lines[-1].strip() not in text:
+        text += ': ' + lines[-1].strip()
+    return text

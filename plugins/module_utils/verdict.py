@@ -33,8 +33,10 @@ __metaclass__ = type
 
 import math
 from collections import namedtuple
+from collections.abc import Mapping
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import combine_repeats
 
 HEALTHY = 'healthy'
@@ -57,6 +59,8 @@ SIDE_NODE = 'node'
 
 # The graded entry for the transport NCCL used (from its NCCL_DEBUG=INFO log), not a catalogue metric.
 NCCL_TRANSPORT = 'nccl_transport'
+# The finding and cause of a node whose run broke (unreachable, a task that failed, a crash of our own code).
+RUN_INCOMPLETE = 'run_incomplete'
 NCCL_TEST = 'nccl'
 # nccl-tests' count of wrong results: its own cause, apart from the nccl family's bandwidth and time.
 NCCL_WRONG = 'nccl_wrong'
@@ -432,6 +436,16 @@ def _platform_pattern(results):
     return None
 
 
+def rule_run_incomplete(results, _found):
+    broke = results.findings_of((RUN_INCOMPLETE,), (UNKNOWN,))
+    if not broke:
+        return []
+    return [_cause(RUN_INCOMPLETE, 'The validation run did not finish for this node: %s. Nothing here is held against the node: '
+                   'fix what the message names on our side (the connection to the node, the controller, the collection) and '
+                   're-run the validation; what was measured before the break is kept.' % _details(broke),
+                   [f.get('subject') for f in broke], broke)]
+
+
 def rule_gpu_hardware(results, _found):
     bad = results.findings_of(GPU_HARDWARE_CHECKS)
     if not bad:
@@ -662,6 +676,7 @@ def rule_measurement_incomplete(results, _found):
 
 
 CAUSE_RULES = (
+    CauseRule(RUN_INCOMPLETE, 'the run broke for this node (a run_incomplete finding): where and why', (), rule_run_incomplete),
     CauseRule('gpu_hardware', 'a GPU count, Xid or ECC finding is marginal or reject', (), rule_gpu_hardware),
     CauseRule('gpu_memory_wear', 'a GPU has more correctable ECC errors than the profile allows, or pages or rows pending', (),
               rule_gpu_memory_wear),
@@ -741,27 +756,49 @@ def likely_causes(tests, findings, cause_rules):
     return causes + unexplained(results, explained)
 
 
-RUN_INCOMPLETE = 'run_incomplete'
+# A failed task's message can carry a whole traceback or tool output: a report line keeps its first words.
+WHY_MAX_CHARS = 600
 
 
-def incomplete_verdict(node, where, why, tier=None, cause=RUN_INCOMPLETE):
-    """The verdict of a node whose run broke before it had one of its own: bucket B, a cause of ours, where and why.
+def _one_line(text, default):
+    text = ' '.join(str(failure_text(text) if isinstance(text, Mapping) else text or default).split()) or default
+    return text if len(text) <= WHY_MAX_CHARS else text[:WHY_MAX_CHARS - 3] + '...'
 
-    ``where``: the stage or task that broke (``connect``, ``preflight``, a task name, ``report``); ``why``: what Ansible or
+
+def run_incomplete_finding(where, why):
+    """The finding that a node's run broke at ``where`` (a stage or task) for ``why`` (what Ansible or our code said)."""
+    where, why = _one_line(where, 'the run'), _one_line(why, 'no reason was recorded')
+    return {'check': RUN_INCOMPLETE, 'subject': where, 'status': UNKNOWN, 'blocking': False, 'expected': 'the validation run to finish',
+            'actual': why, 'detail': 'the run broke at %s (%s)' % (where, why)}
+
+
+def _counts(statuses):
+    counts = dict((status, 0) for status in STATUSES + (INFO,))
+    for status in statuses:
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def with_run_break(result, where, why):
+    """``result`` (a node's verdict) with the finding that its run broke at ``where`` afterwards, its run_incomplete cause
+    first and its bucket and counts taken again: what was measured stays as it was graded."""
+    result = dict(result)
+    findings = list(result.get('findings') or []) + [run_incomplete_finding(where, why)]
+    causes = [c for c in result.get('causes') or [] if not (isinstance(c, dict) and c.get('cause') == RUN_INCOMPLETE)]
+    cause = rule_run_incomplete(Results([], findings, {}), {})[0][0]
+    statuses = [t.get('status', UNKNOWN) for t in result.get('tests') or []] + [f.get('status', UNKNOWN) for f in findings]
+    result.update(findings=findings, causes=[cause] + causes, bucket=bucket_for(statuses), counts=_counts(statuses),
+                  run_incomplete={'where': _one_line(where, 'the run'), 'why': _one_line(why, 'no reason was recorded')})
+    return result
+
+
+def incomplete_verdict(node, where, why, tier=None):
+    """The verdict of a node whose run broke before it had one of its own: bucket B, the cause run_incomplete.
+
+    ``where``: the stage or task that broke (``connect``, ``preflight: <task>``, ``report``); ``why``: what Ansible or
     our code said.  Nothing in it is held against the node: it names what to fix on our side and asks for a re-run.
     """
-    where = ' '.join(str(where or 'the run').split())
-    why = ' '.join(str(why or 'no reason was recorded').split())
-    detail = ('The validation run did not finish for this node: it broke at %s (%s). Nothing was held against the node; '
-              'fix what the message names (the connection, the controller, the collection) and re-run the validation.'
-              % (where, why))
-    finding = {'check': RUN_INCOMPLETE, 'subject': where, 'status': UNKNOWN, 'blocking': False,
-               'expected': 'the validation run to finish', 'actual': why, 'detail': detail}
-    counts = dict((status, 0) for status in STATUSES + (INFO,))
-    counts[UNKNOWN] = 1
-    return {'node': node, 'bucket': BUCKET_INVESTIGATE, 'tier': tier, 'tests': [], 'findings': [finding],
-            'causes': [{'cause': cause, 'detail': detail, 'subjects': [where]}], 'counts': counts,
-            'run_incomplete': {'where': where, 'why': why}}
+    return with_run_break({'node': node, 'tier': tier, 'tests': [], 'findings': [], 'causes': []}, where, why)
 
 
 def node_verdict(measurements, findings, profile, context=None):
@@ -785,9 +822,7 @@ def node_verdict(measurements, findings, profile, context=None):
         graded.append(transport)
     findings = list(findings)
     statuses = [m['status'] for m in graded] + [f.get('status', UNKNOWN) for f in findings]
-    counts = dict((status, 0) for status in STATUSES + (INFO,))
-    for status in statuses:
-        counts[status] = counts.get(status, 0) + 1
+    counts = _counts(statuses)
     return {
         'bucket': bucket_for(statuses),
         'tests': graded,

@@ -167,12 +167,12 @@ def test_fault_link_flap_logs_kernel_events(lab):
     assert df_ping(lab, 8972)
 
 
-def test_fault_peer_down_stops_sshd(lab):
+def test_fault_peer_down_takes_the_peers_management_link_down(lab):
     peer_ip = lab['hosts']['peer01']['mgmt_ip']
     cli('fault', 'peer-down', check=True)
     try:
         assert ssh(peer_ip, 'true').returncode != 0
-        assert 'DOWN' in [line.split()[3] for line in cli('status').stdout.splitlines() if line.startswith('peer01')]
+        assert [line.split()[3:5] for line in cli('status').stdout.splitlines() if line.startswith('peer01')] == [['DOWN', 'up']]
     finally:
         cli('fault', 'clear', check=True)
     assert ssh(peer_ip, 'hostname').stdout.strip() == 'peer01'

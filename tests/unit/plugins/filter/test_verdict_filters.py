@@ -50,8 +50,12 @@ def test_node_reports_pairs_each_verdict_with_its_evidence_folder():
              {'inventory_hostname': 'node02', 'verdict_node_result': {'node': 'node02', 'bucket': 'C'}},
              {'inventory_hostname': 'node03'}]
     nodes = node_reports(hosts, 'verdict_node_result', 'evidence_location')
-    assert nodes == {'node01': {'node': 'node01', 'bucket': 'A', 'evidence': '/e/node01/20261201T000000Z'},
-                     'node02': {'node': 'node02', 'bucket': 'C'}}
+    assert sorted(nodes) == ['node01', 'node02', 'node03']
+    assert nodes['node01'] == {'node': 'node01', 'bucket': 'A', 'evidence': '/e/node01/20261201T000000Z'}
+    assert nodes['node02'] == {'node': 'node02', 'bucket': 'C'}
+    # A host that never got a verdict is not dropped: bucket B, our cause, and why.
+    assert nodes['node03']['bucket'] == 'B' and [c['cause'] for c in nodes['node03']['causes']] == ['run_incomplete']
+    assert 'before this node had a verdict' in nodes['node03']['causes'][0]['detail']
     for bad in ('node01', [['A']], [{'inventory_hostname': 'n', 'verdict_node_result': ['A']}]):
         try:
             node_reports(bad, 'verdict_node_result', 'evidence_location')
@@ -59,3 +63,16 @@ def test_node_reports_pairs_each_verdict_with_its_evidence_folder():
             assert 'node_reports' in str(exc)
         else:
             raise AssertionError('expected an AnsibleFilterError for %r' % (bad,))
+
+
+def test_run_break_keeps_a_verdict_and_gives_one_to_a_node_without():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpufleet.netval.plugins.filter.run_break import run_break
+    fresh = run_break(None, 'connect', 'Failed to connect to the host via ssh', 'node03', '400G')
+    assert fresh['node'] == 'node03' and fresh['tier'] == '400G' and fresh['bucket'] == 'B'
+    kept = run_break({'node': 'node01', 'bucket': 'A', 'tests': [{'metric': 'm', 'status': 'healthy'}], 'findings': [], 'causes': []},
+                     'evidence: Capture', 'rc=255', 'node01')
+    assert kept['bucket'] == 'B' and kept['tests'] == [{'metric': 'm', 'status': 'healthy'}]
+    assert kept['run_incomplete'] == {'where': 'evidence: Capture', 'why': 'rc=255'}
+    with pytest.raises(AnsibleFilterError, match='run_break'):
+        run_break(['A'], 'x', 'y', 'node01')

@@ -174,3 +174,21 @@ def test_replace_file_is_atomic_and_refuses_what_is_not_a_regular_file(tmp_path)
         evidence.replace_file(str(tmp_path / 'missing' / 'netval.prom'), 'x')
     with open(target) as handle:
         assert handle.read() == 'two\n'
+
+
+def test_a_node_whose_drift_run_broke_or_never_arrived_is_red_in_every_report():
+    nodes = drift_report.check_nodes({
+        'node01': None,
+        'node02': {'run_incomplete': {'where': 'Read the current state', 'why': {'msg': 'node02 cannot be reached: timed out'}},
+                   'timestamp': '20261205T100000Z'},
+    })
+    assert [f['check'] for f in nodes['node01']['findings']] == ['run_incomplete']
+    assert nodes['node02']['findings'][0]['severity'] == 'red'
+    assert 'Read the current state (node02 cannot be reached: timed out)' in nodes['node02']['findings'][0]['detail']
+    report = json.loads(drift_report.report_json(nodes, '20261205T100000Z'))
+    assert report['summary']['red_nodes'] == ['node01', 'node02']
+    junit = drift_report.junit_xml(nodes)
+    assert junit.count('<testcase') == 2 and junit.count('<failure') == 2
+    text = drift_report.textfile(nodes, 'drift', '20261205T100000Z')
+    assert 'netval_drift_findings{node="node01",check="run_incomplete",severity="red"} 1' in text
+    assert 'node02' in drift_report.node_markdown('node02', nodes['node02'])

@@ -396,5 +396,38 @@ def test_an_incomplete_run_is_bucket_b_with_our_cause_naming_where_and_why():
     assert '\n' not in result['causes'][0]['detail']
     assert result['counts']['unknown'] == 1 and result['findings'][0]['status'] == 'unknown'
     assert result['run_incomplete'] == {'where': 'connect', 'why': 'Failed to connect to the host via ssh: timed out'}
-    # Nothing in it may read as the provider's fault.
     assert not any(f['status'] == 'reject' for f in result['findings'])
+
+
+def test_a_break_after_the_verdict_keeps_what_was_measured_and_names_the_break_first():
+    accepted = verdict.node_verdict([bw('mlx5_%d' % i, 47.1) for i in range(8)], [], P400)
+    broke = verdict.with_run_break(dict(accepted, node='node01'), 'evidence: Capture the evidence set on the node', 'rc=255')
+    assert accepted['bucket'] == 'A' and broke['bucket'] == 'B'
+    assert broke['tests'] == accepted['tests'] and broke['counts']['healthy'] == 8 and broke['counts']['unknown'] == 1
+    assert [c['cause'] for c in broke['causes']] == ['run_incomplete']
+    assert 'evidence: Capture the evidence set on the node' in broke['causes'][0]['detail']
+    # A reject that was measured stays a reject: the break does not excuse it, nor does it add a second run_incomplete cause.
+    slow = verdict.node_verdict([bw('mlx5_0', 30.0)] + [bw('mlx5_%d' % i, 47.1) for i in range(1, 8)], [], P400)
+    twice = verdict.with_run_break(verdict.with_run_break(slow, 'a', 'x'), 'b', 'y')
+    assert twice['bucket'] == 'C'
+    assert [c['cause'] for c in twice['causes']].count('run_incomplete') == 1 and twice['causes'][0]['cause'] == 'run_incomplete'
+    assert 'the run broke at a (x)' in twice['causes'][0]['detail'] and 'the run broke at b (y)' in twice['causes'][0]['detail']
+
+
+def test_a_run_incomplete_finding_in_the_verdict_is_named_first_and_is_never_a_return():
+    findings = [verdict.run_incomplete_finding("peer tests: Run the clients", "the peer's ssh went away")]
+    result = verdict.node_verdict([bw('mlx5_%d' % i, 47.1) for i in range(8)], findings, P400)
+    assert result['bucket'] == 'B' and result['causes'][0]['cause'] == 'run_incomplete'
+    # Near miss: the same words under another check are not a broken run.
+    other = dict(findings[0], check='peer_health')
+    assert 'run_incomplete' not in [c['cause'] for c in verdict.node_verdict([], [other], P400)['causes']]
+
+
+def test_a_crash_is_named_by_its_exception_and_a_long_message_is_cut():
+    crashed = {'msg': 'MODULE FAILURE: No start of json char found\nSee stdout/stderr for the exact error', 'rc': 1,
+               'module_stderr': 'Traceback (most recent call last):\n  File "x", line 1\nRuntimeError: netval-lab: module-crash fault\n'}
+    result = verdict.incomplete_verdict('node04', 'preflight: Read', crashed)
+    assert result['run_incomplete']['why'] == ('MODULE FAILURE: No start of json char found See stdout/stderr for the exact error: '
+                                               'RuntimeError: netval-lab: module-crash fault')
+    long = verdict.incomplete_verdict('node04', 'x', 'y' * 5000)['run_incomplete']['why']
+    assert len(long) == verdict.WHY_MAX_CHARS and long.endswith('...')

@@ -103,6 +103,11 @@ def named(result, cause):
 
 # Each case: cause -> (positive run, subjects it must name, words its detail must hold, negative run).
 CASES = {
+    'run_incomplete': (
+        lambda: run(rdma([47.0] * 8), found=[verdict.run_incomplete_finding('tests: Run the clients of batch 1', 'peer01 cannot be reached')]),
+        ['tests: Run the clients of batch 1'], ['did not finish', 'peer01 cannot be reached', 'Nothing here is held against the node'],
+        # The nearest pattern: the same text under another check is a finding like any other, not a broken run.
+        lambda: run(rdma([47.0] * 8), found=[dict(verdict.run_incomplete_finding('x', 'y'), check='peer_health')])),
     'gpu_hardware': (
         lambda: run(found=preflight.preflight_findings(
             facts(gpu_count=7, xid_log='kernel_log/dmesg_xid79_fallen_off_bus_and_nvswitch_sxid_gpud_readme.txt'), P400)),
