@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 name: run_break
 short_description: A node's verdict once its run broke (unreachable, a task that failed, a crash of our own code)
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Takes the node's verdict, or null when the run broke before it had one, and returns the verdict that says where and
     why the run broke, so that the node keeps its place in every report instead of vanishing from it.

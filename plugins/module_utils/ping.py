@@ -60,8 +60,8 @@ def parse_ping(text):
 
     Keys: destination, destination_ip, size, transmitted, received, errors,
     duplicates, loss_percent, time_ms, rtt_min_ms, rtt_avg_ms, rtt_max_ms,
-    rtt_mdev_ms, frag_needed, path_mtu, unreachable, error, messages.
-    Counts missing from the output are None (unknown).  ``unreachable`` is
+    rtt_mdev_ms, frag_needed, path_mtu, dest_unreachable, error, messages.
+    Counts missing from the output are None (unknown).  ``dest_unreachable`` is
     true for an explicit unreachable message, or for 100% loss that is not
     explained by fragmentation.
     """
@@ -90,7 +90,7 @@ def _parse(text):
         'transmitted': None, 'received': None, 'errors': None, 'duplicates': None, 'loss_percent': None,
         'time_ms': None, 'rtt_min_ms': None, 'rtt_avg_ms': None, 'rtt_max_ms': None, 'rtt_mdev_ms': None,
         'replies': len(_REPLY_RE.findall(text)), 'frag_needed': bool(mtus), 'path_mtu': min(mtus) if mtus else None,
-        'unreachable': None, 'error': None, 'messages': [],
+        'dest_unreachable': None, 'error': None, 'messages': [],
     }
     if header:
         result['destination'] = header.group('dest')
@@ -128,11 +128,11 @@ def _parse(text):
             result['messages'].append(message)
 
     if unreachable_msg:
-        result['unreachable'] = True
+        result['dest_unreachable'] = True
     elif result['loss_percent'] is not None:
-        result['unreachable'] = result['loss_percent'] >= 100.0 and not result['frag_needed']
+        result['dest_unreachable'] = result['loss_percent'] >= 100.0 and not result['frag_needed']
     elif result['replies']:
-        result['unreachable'] = False
+        result['dest_unreachable'] = False
     return result
 
 

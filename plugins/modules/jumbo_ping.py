@@ -142,8 +142,10 @@ path_mtu:
   returned: always
   type: int
   sample: 1500
-unreachable:
-  description: True for an unreachable message or 100% loss not explained by fragmentation; null when unknown.
+dest_unreachable:
+  description:
+    - True for an unreachable message or 100% loss not explained by fragmentation; null when unknown.
+    - Not C(unreachable), which Ansible reads as "the host this task ran on cannot be reached".
   returned: always
   type: bool
 stdout:
@@ -282,7 +284,7 @@ def main():
         size=size, mtu=mtu, mtu_source=mtu_source, dest=params['dest'], interface=params['interface'],
         transmitted=stats['transmitted'], received=stats['received'], loss_percent=stats['loss_percent'], errors=stats['errors'],
         rtt_min_ms=stats['rtt_min_ms'], rtt_avg_ms=stats['rtt_avg_ms'], rtt_max_ms=stats['rtt_max_ms'], rtt_mdev_ms=stats['rtt_mdev_ms'],
-        frag_needed=stats['frag_needed'], path_mtu=stats['path_mtu'], unreachable=stats['unreachable'], stats=stats,
+        frag_needed=stats['frag_needed'], path_mtu=stats['path_mtu'], dest_unreachable=stats['dest_unreachable'], stats=stats,
         stdout=result.stdout, stderr=result.stderr,
     )
     if params['fail_on_loss'] and not verdict['passed']:

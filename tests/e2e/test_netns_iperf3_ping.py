@@ -104,5 +104,5 @@ def test_unreachable_address_in_subnet(netns_pair, tmp_path):
     result, rc = pair.run_module(pair.a, 'jumbo_ping', {'dest': pair.unused_ip, 'mtu': 9000, 'count': 2, 'interval': 0.5},
                                  tmp_path)
     assert rc == 0 and not result.get('failed'), result
-    assert result['passed'] is False and result['unreachable'] is True and result['loss_percent'] == 100.0
+    assert result['passed'] is False and result['dest_unreachable'] is True and result['loss_percent'] == 100.0
     assert result['reason'].startswith('100%% loss: %s unreachable' % pair.unused_ip), result['reason']

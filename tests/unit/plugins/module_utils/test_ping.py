@@ -17,7 +17,7 @@ def test_jumbo_success_mtu9000():
     assert (result['transmitted'], result['received'], result['errors'], result['loss_percent']) == (5, 5, 0, 0.0)
     assert (result['rtt_min_ms'], result['rtt_avg_ms'], result['rtt_max_ms'], result['rtt_mdev_ms']) == (0.046, 0.063, 0.073, 0.009)
     assert result['replies'] == 5 and result['time_ms'] == 4093
-    assert result['frag_needed'] is False and result['path_mtu'] is None and result['unreachable'] is False
+    assert result['frag_needed'] is False and result['path_mtu'] is None and result['dest_unreachable'] is False
     verdict = ping.summarize_jumbo(result, 8972, 9000)
     assert verdict['passed'] is True and 'avg rtt 0.063 ms' in verdict['reason']
 
@@ -26,7 +26,7 @@ def test_local_error_message_too_long():
     result = ping.parse_ping(local('jumbo_8972_local_error_mtu1500_netns_veth'))
     assert result['frag_needed'] is True and result['path_mtu'] == 1500
     assert (result['transmitted'], result['received'], result['errors'], result['loss_percent']) == (5, 0, 5, 100.0)
-    assert result['unreachable'] is False  # the loss is explained by the MTU, the host itself answers
+    assert result['dest_unreachable'] is False  # the loss is explained by the MTU, the host itself answers
     assert result['messages'] == ['ping: local error: message too long, mtu=1500']
     verdict = ping.summarize_jumbo(result, 8972, 9000)
     assert verdict == {'passed': False, 'reason': 'fragmentation needed: path MTU 1500 < 9000 (size 8972) towards 10.213.77.1'}
@@ -44,7 +44,7 @@ def test_peer_with_smaller_mtu_drops_silently():
     result = ping.parse_ping(local('jumbo_8972_peer_mtu1500_enobufs_netns_veth'))
     assert result['frag_needed'] is False
     assert result['loss_percent'] == 100.0 and result['errors'] == 0
-    assert result['unreachable'] is True
+    assert result['dest_unreachable'] is True
     assert result['error'] == 'sendmsg: No buffer space available'
     verdict = ping.summarize_jumbo(result, 8972, 9000)
     assert not verdict['passed']
@@ -53,7 +53,7 @@ def test_peer_with_smaller_mtu_drops_silently():
 
 def test_host_unreachable_in_subnet():
     result = ping.parse_ping(local('jumbo_host_unreachable_in_subnet_netns_veth'))
-    assert result['unreachable'] is True
+    assert result['dest_unreachable'] is True
     assert (result['transmitted'], result['received'], result['errors']) == (6, 0, 3)
     assert result['messages'] == ['From 10.213.77.1 Destination Host Unreachable']
     reason = ping.summarize_jumbo(result, 8972)['reason']
@@ -62,7 +62,7 @@ def test_host_unreachable_in_subnet():
 
 def test_network_unreachable_has_no_statistics():
     result = ping.parse_ping(local('network_unreachable_no_route_netns'))
-    assert result['unreachable'] is True and result['error'] == 'connect: Network is unreachable'
+    assert result['dest_unreachable'] is True and result['error'] == 'connect: Network is unreachable'
     assert result['transmitted'] is None and result['loss_percent'] is None  # unknown, not 0
     expected = {'passed': False, 'reason': 'ping failed before sending: connect: Network is unreachable'}
     assert ping.summarize_jumbo(result, 1472) == expected
@@ -75,7 +75,7 @@ def test_partial_loss_and_duplicates():
             '3 packets transmitted, 1 received, +1 duplicates, 66.6667% packet loss, time 2003ms\n'
             'rtt min/avg/max/mdev = 0.100/0.100/0.100/0.000 ms\n')
     result = ping.parse_ping(text)
-    assert result['loss_percent'] == 66.6667 and result['duplicates'] == 1 and result['unreachable'] is False
+    assert result['loss_percent'] == 66.6667 and result['duplicates'] == 1 and result['dest_unreachable'] is False
     assert ping.summarize_jumbo(result, 8972)['reason'] == '2 of 3 jumbo pings to 10.0.0.2 lost (66.6667% loss, size 8972, MTU 9000)'
 
 
@@ -91,7 +91,7 @@ def test_ipv6_packet_too_big():
 
 def test_unknown_host():
     result = ping.parse_ping('ping: nosuch.invalid: Name or service not known\n')
-    assert result['error'] == 'nosuch.invalid: Name or service not known' and result['unreachable'] is None
+    assert result['error'] == 'nosuch.invalid: Name or service not known' and result['dest_unreachable'] is None
     assert ping.summarize_jumbo(result, 8972)['passed'] is False
 
 

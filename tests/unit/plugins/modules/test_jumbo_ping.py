@@ -43,14 +43,14 @@ def test_frag_needed_is_a_result_not_a_crash():
 def test_unreachable_rc_2_reason():
     calls = [Call(ping_argv(1472, '10.213.77.99', count=6), 1, out('jumbo_host_unreachable_in_subnet_netns_veth'), '')]
     result, failed = run_module(jumbo_ping.main, {'dest': '10.213.77.99', 'size': 1472, 'count': 6, 'timeout': 16}, calls=calls)
-    assert not failed and result['unreachable'] is True and result['passed'] is False
+    assert not failed and result['dest_unreachable'] is True and result['passed'] is False
     assert result['reason'].startswith('100% loss: 10.213.77.99 unreachable')
 
 
 def test_network_unreachable_rc_2():
     calls = [Call(ping_argv(8972, '10.99.0.1'), 2, '', out('network_unreachable_no_route_netns'))]
     result, failed = run_module(jumbo_ping.main, {'dest': '10.99.0.1', 'mtu': 9000}, calls=calls)
-    assert not failed and result['unreachable'] is True and 'Network is unreachable' in result['reason']
+    assert not failed and result['dest_unreachable'] is True and 'Network is unreachable' in result['reason']
 
 
 def test_fail_on_loss_names_host_command_and_reason():

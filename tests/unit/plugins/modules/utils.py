@@ -24,12 +24,27 @@ class AnsibleFailJson(Exception):
     """Raised in place of fail_json; carries the module result."""
 
 
+# Keys of a task result that Ansible reads as its own (the host is unreachable, the task was skipped, a loop's items,
+# facts to set...): a module that returns one changes how Ansible treats the host.  ``changed`` is the module's to set;
+# ``failed`` only fail_json's.
+RESERVED_RESULT_KEYS = frozenset(('unreachable', 'skipped', 'skip_reason', 'failed', 'invocation', 'ansible_facts', 'results',
+                                  'item', 'attempts', 'retries', 'exception', 'warnings', 'deprecations', 'module_stdout',
+                                  'module_stderr', 'ansible_job_id', 'finished', 'started', 'diff'))
+
+
+def reserved_keys(result):
+    return sorted(key for key in result if key in RESERVED_RESULT_KEYS or key.startswith('_ansible'))
+
+
 def _exit_json(self, **kwargs):
+    assert not reserved_keys(kwargs), 'the module returned keys Ansible reserves: %s' % reserved_keys(kwargs)
     kwargs.setdefault('changed', False)
     raise AnsibleExitJson(kwargs)
 
 
 def _fail_json(self, **kwargs):
+    reserved = [key for key in reserved_keys(kwargs) if key != 'failed']
+    assert not reserved, 'the module failed with keys Ansible reserves: %s' % reserved
     kwargs['failed'] = True
     raise AnsibleFailJson(kwargs)
 
