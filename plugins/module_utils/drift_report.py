@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils import baseline as base
-from ansible_collections.gpufleet.netval.plugins.module_utils import drift
+from ansible_collections.gpufleet.netval.plugins.module_utils import drift, prometheus
 from ansible_collections.gpufleet.netval.plugins.module_utils.report import xml_text
 
 REPORT_SCHEMA = 'gpufleet.netval/drift-report'
@@ -207,26 +207,6 @@ def junit_xml(nodes):
 # Prometheus textfile
 
 
-def label_value(value):
-    """A label value as the text exposition format writes it: backslash, double quote and line feed escaped."""
-    return str(value).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
-
-
-def _help(text):
-    return text.replace('\\', '\\\\').replace('\n', '\\n')
-
-
-def _sample(metric, labels, value):
-    return '%s{%s} %s' % (metric, ','.join('%s="%s"' % (key, label_value(val)) for key, val in labels), value)
-
-
-def _number_text(value):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    value = float(value)
-    return str(int(value)) if value == int(value) and abs(value) < 1e15 else repr(value)
-
-
 def textfile(nodes, playbook='drift', timestamp=None):
     """node_exporter textfile: netval_drift_findings{node,check,severity} (a gauge of counts: every severity of every
     check a node has findings for, zeros included), netval_node_bucket{node,bucket} (1 for the node's bucket, 0 for the
@@ -246,25 +226,20 @@ def textfile(nodes, playbook='drift', timestamp=None):
             mine = [f for f in entry['findings'] if str(f.get('check')) == check]
             for severity in drift.SEVERITIES:
                 count = len([f for f in mine if f.get('severity') == severity])
-                findings_lines.append(_sample('netval_drift_findings', (('node', name), ('check', check), ('severity', severity)), count))
+                findings_lines.append(prometheus.sample('netval_drift_findings', (('node', name), ('check', check), ('severity', severity)), count))
         if entry.get('bucket') is not None:
             for bucket in BUCKETS:
-                bucket_lines.append(_sample('netval_node_bucket', (('node', name), ('bucket', bucket)), 1 if entry['bucket'] == bucket else 0))
+                bucket_lines.append(prometheus.sample('netval_node_bucket', (('node', name), ('bucket', bucket)), 1 if entry['bucket'] == bucket else 0))
         stamp = entry.get('timestamp') if entry.get('timestamp') is not None else timestamp
         seconds = base.stamp_seconds(stamp)
         if seconds is None:
             raise drift.DriftError('nodes.%s: no run time: give the node a timestamp or the filter one (a run stamp such as '
                                    '20261201T100556Z or seconds since the epoch), got %r' % (name, stamp))
-        time_lines.append(_sample('netval_last_run_timestamp_seconds', (('node', name), ('playbook', playbook)), _number_text(seconds)))
-    out = []
-    for metric, help_text, lines in (
-            ('netval_drift_findings', 'Drift findings of the node against its baseline, by check and severity (red, expected, info).',
-             findings_lines),
-            ('netval_node_bucket', 'The node\'s validation bucket: 1 for the current one (A accept, B investigate, C return to provider).',
-             bucket_lines),
-            ('netval_last_run_timestamp_seconds', 'When a gpufleet.netval playbook last ran for the node, in seconds since the epoch.',
-             time_lines)):
-        out.append('# HELP %s %s' % (metric, _help(help_text)))
-        out.append('# TYPE %s gauge' % metric)
-        out.extend(lines)
-    return '\n'.join(out) + '\n'
+        time_lines.append(prometheus.sample('netval_last_run_timestamp_seconds', (('node', name), ('playbook', playbook)), prometheus.number_text(seconds)))
+    return prometheus.exposition((
+        ('netval_drift_findings', 'Drift findings of the node against its baseline, by check and severity (red, expected, info).',
+         findings_lines),
+        ('netval_node_bucket', 'The node\'s validation bucket: 1 for the current one (A accept, B investigate, C return to provider).',
+         bucket_lines),
+        ('netval_last_run_timestamp_seconds', 'When a gpufleet.netval playbook last ran for the node, in seconds since the epoch.',
+         time_lines)))

@@ -15,7 +15,7 @@ __metaclass__ = type
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, prometheus
 
 BUCKET_WORDS = {
     'A': 'A (accept)',
@@ -272,8 +272,18 @@ def node_markdown(node):
     return '\n'.join(lines) + '\n'
 
 
-def summary_table(nodes):
-    """Fixed-width text table of the run: node, peer, tier, bucket, counts (unknown: not measured, with a reason), first cause."""
+def run_line(nodes, hosts=None):
+    """The summary's first line: how many of the run's hosts are reported, and how many are in each bucket.
+
+    ``hosts``: every host of the run's limit (a node missing from ``nodes`` counts against the total)."""
+    total = len(set(hosts or []) | set(nodes))
+    buckets = [node.get('bucket') for node in nodes.values()]
+    return '%d of %d nodes reported: %s' % (len(nodes), total, ', '.join('%d %s' % (buckets.count(b), BUCKET_WORDS[b]) for b in sorted(BUCKET_WORDS)))
+
+
+def summary_table(nodes, hosts=None):
+    """The run line, then a fixed-width text table of the run: node, peer, tier, bucket, counts (unknown: not measured, with
+    a reason), first cause."""
     check_nodes(nodes)
     header = ('node', 'peer', 'tier', 'bucket', 'healthy', 'marginal', 'reject', 'unknown', 'likely cause')
     rows = []
@@ -288,7 +298,7 @@ def summary_table(nodes):
                      str(counts.get('healthy', 0)), str(counts.get('marginal', 0)), str(counts.get('reject', 0)),
                      str(counts.get('unknown', 0)), first or '-'))
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    out = ['  '.join(h.ljust(widths[i]) for i, h in enumerate(header)).rstrip(),
+    out = [run_line(nodes, hosts), '  '.join(h.ljust(widths[i]) for i, h in enumerate(header)).rstrip(),
            '  '.join('-' * w for w in widths)]
     for row in rows:
         out.append('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
@@ -403,3 +413,26 @@ def junit_xml(nodes):
                       % (quoteattr(xml_text('%s (bucket %s)' % (name, node.get('bucket')))), len(cases), node_failures, '\n'.join(cases)))
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="gpufleet.netval" tests="%d" failures="%d">\n%s\n</testsuites>\n'
             % (total, failures, '\n'.join(suites)))
+
+
+def validation_textfile(nodes, seconds, hosts=None):
+    """node_exporter textfile of a validation run: netval_validation_nodes (the run's hosts), netval_node_bucket{node,bucket}
+    (1 for the node's bucket, as the drift textfile has it), netval_validation_run_incomplete{node} (1 when its run broke)
+    and netval_last_run_timestamp_seconds{node,playbook="validate"} (``seconds``: the run's start)."""
+    check_nodes(nodes)
+    buckets, broke, times = [], [], []
+    for name in sorted(nodes):
+        node = nodes[name]
+        buckets.extend(prometheus.sample('netval_node_bucket', (('node', name), ('bucket', bucket)), 1 if node['bucket'] == bucket else 0)
+                       for bucket in sorted(BUCKET_WORDS))
+        broke.append(prometheus.sample('netval_validation_run_incomplete', (('node', name),), 1 if node.get('run_incomplete') else 0))
+        times.append(prometheus.sample('netval_last_run_timestamp_seconds', (('node', name), ('playbook', 'validate')),
+                                       prometheus.number_text(seconds)))
+    return prometheus.exposition((
+        ('netval_validation_nodes', 'Hosts of the validation run\'s limit, each of them in its reports.',
+         [prometheus.sample('netval_validation_nodes', (), len(set(hosts or []) | set(nodes)))]),
+        ('netval_node_bucket', 'The node\'s validation bucket: 1 for the current one (A accept, B investigate, C return to provider).',
+         buckets),
+        ('netval_validation_run_incomplete', 'Whether the node\'s validation run broke before it finished (1): bucket B, cause run_incomplete.',
+         broke),
+        ('netval_last_run_timestamp_seconds', 'When a gpufleet.netval playbook last ran for the node, in seconds since the epoch.', times)))

@@ -19,7 +19,7 @@ import json
 import os
 import time
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, prediction, report
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, prediction, report, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
 
@@ -29,7 +29,14 @@ ARGUMENT_SPEC = dict(
     nodes=dict(type='dict', required=True),
     sender=dict(type='dict', default={}),
     prediction=dict(type='dict', default={}),
+    hosts=dict(type='list', elements='str', default=[]),
+    textfile_dir=dict(type='path'),
 )
+# The run's textfile in node_exporter's textfile directory (drift_report writes netval_drift.prom beside it).
+TEXTFILE_NAME = 'netval_validate.prom'
+# Why a host of the run has no entry in the report's nodes.
+NOT_REPORTED = 'the node\'s result never reached the report'
+
 
 
 def cause_texts(node):
@@ -38,11 +45,13 @@ def cause_texts(node):
 
 def input_problems(params, html_report):
     """Every problem with the input, each naming its field, before anything is written."""
-    problems = checks.control_characters({'root': params['root']})
+    problems = checks.control_characters({'root': params['root'], 'textfile_dir': params['textfile_dir'] or ''})
     if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
         problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
     for name in sorted(params['nodes'], key=str):
         problems.append(checks.check_path_component('nodes key %r' % (name,), name))
+    for index, name in enumerate(params['hosts']):
+        problems.append(checks.check_path_component('hosts[%d]' % index, name))
     problems = checks.problems_of(problems)
     try:
         html_report.check_nodes(params['nodes'])
@@ -65,11 +74,14 @@ def write(params, check_mode):
     problems = input_problems(params, html_report)
     if problems:
         return checks.invalid_result('validation_report', problems)
-    root, stamp, nodes = params['root'], params['timestamp'], params['nodes']
+    root, stamp, nodes, hosts = params['root'], params['timestamp'], params['nodes'], params['hosts']
     for name, node in nodes.items():
         node.setdefault('node', name)
+    for name in hosts:
+        if name not in nodes:
+            nodes[name] = verdict.incomplete_verdict(name, 'report', NOT_REPORTED)
     run_dir = os.path.join(root, stamp)
-    table = report.summary_table(nodes)
+    table = report.summary_table(nodes, hosts)
     timing = None
     try:
         started = calendar.timegm(time.strptime(stamp, '%Y%m%dT%H%M%SZ'))
@@ -86,11 +98,14 @@ def write(params, check_mode):
     letters = ['letters/%s.txt' % name for name in sorted(nodes) if nodes[name]['bucket'] == 'C']
     written = dict(run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters],
                    page=os.path.join(run_dir, 'index.html'), markdown=os.path.join(run_dir, 'summary.md'))
+    if params['textfile_dir']:
+        written['textfile'] = os.path.join(params['textfile_dir'], TEXTFILE_NAME)
     if check_mode:
         return dict(changed=False, **written)
 
     summary = {'timestamp': stamp, 'nodes': {}}
-    files = {'summary.txt': table, 'junit.xml': report.junit_xml(nodes)}
+    files = {'summary.txt': table, 'junit.xml': report.junit_xml(nodes),
+             'netval.prom': report.validation_textfile(nodes, started if started is not None else time.time(), hosts)}
     for name in sorted(nodes):
         node = nodes[name]
         summary['nodes'][name] = {'bucket': node['bucket'], 'causes': cause_texts(node), 'peer': node.get('peer'),
@@ -111,6 +126,8 @@ def write(params, check_mode):
     try:
         evidence.build_bundle(run_dir, files)
         evidence.replace_symlink(os.path.join(root, 'latest'), stamp)
+        if params['textfile_dir']:
+            evidence.replace_file(written['textfile'], files['netval.prom'].encode('utf-8'))
     except (evidence.EvidenceError, IOError, OSError) as exc:
         return dict(failed=True, msg='validation_report: cannot write %s: %s' % (run_dir, exc), **failure('unknown_error'))
     return dict(changed=True, **written)

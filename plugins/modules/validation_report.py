@@ -21,6 +21,8 @@ description:
     node-level throughput against the healthy range and reject line, the message-size sweep and the baseline history when
     present, and links to its evidence bundle and vendor letter. The charts are drawn by matplotlib as inline SVG."
   - C(summary.md) holds the same facts in Markdown, for chat and tickets.
+  - "C(netval.prom): a node_exporter textfile with C(netval_validation_nodes), C(netval_node_bucket{node,bucket}),
+    C(netval_validation_run_incomplete{node}) and C(netval_last_run_timestamp_seconds{node,playbook=\"validate\"})."
   - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it. C(latest) is only
     replaced when it is this module's symlink to a run folder; a file, a directory or another symlink of that name is an error,
     reported before anything is written.
@@ -61,6 +63,19 @@ options:
         the nodes re-tested on a second peer (time the prediction, which plans no re-test, could not know of).
     type: dict
     default: {}
+  hosts:
+    description:
+      - Every host of the run's limit (C(ansible_play_hosts_all)). A host without an entry in O(nodes) is reported as bucket B with
+        the cause C(run_incomplete) (its result never reached the report), so every host is in every report; the summary's first
+        line says how many of them are reported.
+    type: list
+    elements: str
+    default: []
+  textfile_dir:
+    description:
+      - node_exporter's C(--collector.textfile.directory). The run's textfile (also written as C(netval.prom) in the run folder)
+        is then put there as C(netval_validate.prom), replaced atomically.
+    type: path
 attributes:
   check_mode:
     description: Writes nothing in check mode.
@@ -101,6 +116,10 @@ page:
 markdown:
   description: Path of the run's C(summary.md).
   returned: always
+  type: str
+textfile:
+  description: Where the textfile was put in O(textfile_dir).
+  returned: when O(textfile_dir) is given
   type: str
 '''
 

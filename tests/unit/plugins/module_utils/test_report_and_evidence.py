@@ -71,9 +71,10 @@ def test_summary_table_and_junit():
     nodes = {'gpu-01': rejected_node(), 'gpu-02': healthy}
     table = report.summary_table(nodes)
     lines = table.splitlines()
-    assert lines[0].split()[:4] == ['node', 'peer', 'tier', 'bucket']
-    assert lines[2].split()[:4] == ['gpu-01', 'peer01', '400G', 'C'] and 'single_nic_slow' in lines[2]
-    assert lines[3].split()[3] == 'A'
+    assert lines[0] == '2 of 2 nodes reported: 1 A (accept), 0 B (investigate), 1 C (return to provider)'
+    assert lines[1].split()[:4] == ['node', 'peer', 'tier', 'bucket']
+    assert lines[3].split()[:4] == ['gpu-01', 'peer01', '400G', 'C'] and 'single_nic_slow' in lines[3]
+    assert lines[4].split()[3] == 'A'
     root = ET.fromstring(report.junit_xml(nodes))
     assert root.get('tests') == '3' and root.get('failures') == '2'
     failure = root.find(".//testcase[@name='ib_send_bw_gbs[mlx5_0]']/failure")
@@ -141,7 +142,9 @@ def test_summary_table_counts_what_could_not_be_measured():
     nodes = {'node01': {'node': 'node01', 'bucket': 'B', 'peer': 'peer01', 'tier': '400G', 'tests': [], 'findings': [],
                         'counts': {'healthy': 70, 'marginal': 0, 'reject': 0, 'unknown': 3},
                         'causes': [{'cause': 'measurement_incomplete', 'detail': 'dcgmi is not installed', 'subjects': []}]}}
-    header, _rule, row = report.summary_table(nodes).splitlines()
+    first, header, _rule, row = report.summary_table(nodes, hosts=['node01', 'node02']).splitlines()
+    # The first line says how many of the run's hosts are in the report: node02 is missing from this one.
+    assert first == '1 of 2 nodes reported: 0 A (accept), 1 B (investigate), 0 C (return to provider)'
     assert header.split()[4:8] == ['healthy', 'marginal', 'reject', 'unknown']
     assert row.split()[4:9] == ['70', '0', '0', '3', 'measurement_incomplete']
 
@@ -182,3 +185,18 @@ def test_the_chain_names_who_validated_whom_from_each_known_good_peer():
     # Without promotion no chain line: the table's peer column says it all.
     plain = dict((name, dict(entry, promoted=False)) for name, entry in nodes.items())
     assert 'chain from' not in report.summary_table(plain)
+
+
+def test_the_validation_textfile_has_every_node_its_bucket_and_whether_its_run_broke():
+    from prometheus_client.parser import text_string_to_metric_families
+    from ansible_collections.gpufleet.netval.plugins.module_utils import verdict
+    nodes = {'node01': {'node': 'node01', 'bucket': 'A', 'tests': [], 'findings': [], 'causes': []},
+             'node03': verdict.incomplete_verdict('node03', 'connect', 'timed out')}
+    text = report.validation_textfile(nodes, 1764930000, hosts=['node01', 'node03'])
+    samples = dict(((s.name, tuple(sorted(s.labels.items()))), s.value) for f in text_string_to_metric_families(text) for s in f.samples)
+    assert samples[('netval_validation_nodes', ())] == 2
+    assert samples[('netval_node_bucket', (('bucket', 'B'), ('node', 'node03')))] == 1
+    assert samples[('netval_node_bucket', (('bucket', 'A'), ('node', 'node03')))] == 0
+    assert samples[('netval_validation_run_incomplete', (('node', 'node03'),))] == 1
+    assert samples[('netval_validation_run_incomplete', (('node', 'node01'),))] == 0
+    assert samples[('netval_last_run_timestamp_seconds', (('node', 'node01'), ('playbook', 'validate')))] == 1764930000

@@ -124,3 +124,24 @@ def test_loading_the_action_does_not_load_matplotlib():
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
     assert out.stdout.strip() == 'False'
+
+
+def test_every_host_of_the_run_is_in_every_report_even_one_whose_result_never_arrived(tmp_path):
+    root, textfiles = tmp_path / 'reports', tmp_path / 'textfiles'
+    textfiles.mkdir()
+    result, failed = run_module(validation_report.main, {'root': str(root), 'timestamp': '20261130T010000Z', 'nodes': nodes(),
+                                                         'hosts': ['node01', 'node02', 'node03'], 'textfile_dir': str(textfiles)})
+    assert not failed, result
+    run_dir = root / '20261130T010000Z'
+    assert (run_dir / 'summary.txt').read_text().splitlines()[0] == \
+        '3 of 3 nodes reported: 1 A (accept), 1 B (investigate), 1 C (return to provider)'
+    summary = json.loads((run_dir / 'summary.json').read_text())
+    assert summary['nodes']['node03']['bucket'] == 'B' and 'never reached the report' in summary['nodes']['node03']['causes'][0]
+    suites = [s.get('name') for s in ET.parse(str(run_dir / 'junit.xml')).getroot().iter('testsuite')]
+    cases = [c.get('classname') for c in ET.parse(str(run_dir / 'junit.xml')).getroot().iter('testcase')]
+    assert 'node03' in ' '.join(suites + cases)
+    assert 'node03' in (run_dir / 'index.html').read_text() and 'node03' in (run_dir / 'summary.md').read_text()
+    assert json.loads((run_dir / 'nodes' / 'node03.json').read_text())['causes'][0]['cause'] == 'run_incomplete'
+    prom = (textfiles / 'netval_validate.prom').read_text()
+    assert prom == (run_dir / 'netval.prom').read_text() and 'netval_validation_run_incomplete{node="node03"} 1' in prom
+    assert result['textfile'] == str(textfiles / 'netval_validate.prom')
