@@ -3,9 +3,16 @@
 # fresh Debian machine (as root): both install what they need first.
 
 SHELL := /bin/bash
+# The main venv: the newest ansible-core (requirements-dev.txt) on the Python it needs; the lab and demo run on it.
 VENV ?= .venv
+MAIN_PYTHON := 3.13
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
+# The other ansible-core releases CI tests (version:Python): those still maintained and the newest that installs on
+# Python 3.11. Each gets ansible-test sanity, the unit tests and ansible-lint in a venv of its own under .venvs/;
+# meta/runtime.yml's requires_ansible states exactly this range (tests/quality checks it).
+ANSIBLE_MATRIX := 2.19.14:3.11 2.20.10:3.12
+MATRIX_VENVS := $(foreach entry,$(ANSIBLE_MATRIX),.venvs/ansible-$(word 1,$(subst :, ,$(entry))))
 COLLECTIONS := $(CURDIR)/.cache/collections
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -23,12 +30,12 @@ UNPINNED ?=
 PROMOTE ?=
 BENCH_JSON ?=
 
-.PHONY: help deps apt venv collection test units quality sanity lint docs build ee-context ee demo \
+.PHONY: help deps apt venv matrix collection test units quality sanity lint docs build ee-context ee demo \
         lab-up lab-down lab-status lab-fault bench bench-matrix clean
 
 help:
 	@echo "make demo    - set up and run validate.yml on the built-in lab"
-	@echo "make test    - run the whole test suite (units, sanity, lint, docs, lab)"
+	@echo "make test    - run the whole test suite (units, sanity, lint, docs on every ansible-core of the matrix; the lab)"
 	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1] | lab-status | lab-down"
 	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>] [SIDE=node|peer (mtu-mismatch)]"
 	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [DCGMI_SECONDS=20] [LOCAL_WHILE_WAITING=0] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
@@ -48,10 +55,21 @@ apt:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements-dev.txt
-	python3 -m venv $(VENV)
+$(VENV)/.installed: requirements-dev.txt requirements-test.txt
+	rm -rf $(VENV)
+	$$(scripts/find_python.sh $(MAIN_PYTHON)) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# One venv per ansible-core of ANSIBLE_MATRIX, made side by side.
+matrix: $(foreach venv,$(MATRIX_VENVS),$(venv)/.installed)
+
+.venvs/ansible-%/.installed: requirements-test.txt
+	@python=$$(echo "$(ANSIBLE_MATRIX)" | tr ' ' '\n' | grep "^$*:" | cut -d: -f2); \
+	rm -rf .venvs/ansible-$* && $$(scripts/find_python.sh $$python) -m venv .venvs/ansible-$* && \
+	.venvs/ansible-$*/bin/python -m pip install --quiet --upgrade pip && \
+	.venvs/ansible-$*/bin/python -m pip install --quiet ansible-core==$* -r requirements-test.txt
 	touch $@
 
 # Make this checkout visible to ansible as gpufleet.netval (the root is the collection).
@@ -63,7 +81,9 @@ collection:
 # and end-to-end tests (root, network namespaces) one at a time, since they
 # share one lab.  The last thing it prints is pytest's summary line.
 test: deps
+	$(MAKE) -j 2 matrix
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra -n 2 --durations=5 tests/unit tests/quality
+	$(PY) scripts/ansible_matrix.py $(foreach entry,$(ANSIBLE_MATRIX),.venvs/ansible-$(word 1,$(subst :, ,$(entry))):$(word 2,$(subst :, ,$(entry))))
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra --durations=10 tests/lab tests/e2e
 
 units: deps
@@ -73,7 +93,7 @@ quality: deps
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests/quality
 
 sanity: deps
-	scripts/ansible_test.sh sanity --venv --python 3.11
+	scripts/ansible_test.sh sanity --venv --python $(MAIN_PYTHON)
 
 lint: deps
 	$(BIN)/ansible-lint --profile production
@@ -127,4 +147,4 @@ bench-matrix: deps
 	$(PY) scripts/bench.py --matrix --project $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON))
 
 clean:
-	rm -rf build .cache .pytest_cache .hypothesis tests/output
+	rm -rf build .cache .pytest_cache .hypothesis tests/output .venvs

@@ -278,15 +278,14 @@ def bound_s(nodes_count, peers_count, peer_test, local_test):
     return max(queue_rounds(nodes_count, peers_count) * peer_test, local_test + peer_test)
 
 
-def promoted_in_timeline(doc, addresses):
-    """[(host, other)] for every record of a new node delegated to another new node (``addresses``: node -> ansible_host):
+def promoted_in_timeline(doc, nodes):
+    """[(host, other)] for every record of a new node delegated to another new node (``nodes``: the new nodes' names):
     what a promoted node serving as a peer looks like in the timeline."""
-    by_address = dict((address, host) for host, address in (addresses or {}).items() if address)
+    nodes = set(nodes or ())
     found = set()
     for record in task_timeline.check_timeline(doc)['records']:
-        for address in record.get('delegated_to') or []:
-            other = by_address.get(address)
-            if other and other != record['host'] and record['host'] in addresses:
+        for other in record.get('delegated_to') or []:
+            if other in nodes and other != record['host'] and record['host'] in nodes:
                 found.add((record['host'], other))
     return sorted(found)
 
@@ -590,14 +589,14 @@ def projection_lines(bases, nodes_list=PROJECT_NODES):
 
 def analyse(doc, store, lab):
     """Figures, peer-session counts and promotion evidence of one run from its timeline, ledger sessions and lab.json."""
-    nodes, peers, addresses, fabric = lab_roles(lab)
+    nodes, peers, _addresses, fabric = lab_roles(lab)
     window = (float(doc['playbook_start']), float(doc['playbook_end']))
     intervals, unattributed = session_intervals(store, nodes, peers, fabric, window)
     intervals += promoted_intervals(store, nodes, window)
     figs = figures(doc, int(lab.get('nodes') or len(nodes)), int(lab.get('peers') or len(peers)), intervals, nodes or None)
     figs['peer_sessions'] = len(intervals)
     figs['peer_sessions_unattributed'] = unattributed
-    figs['promoted'] = promoted_pairs(promoted_in_timeline(doc, addresses), promoted_in_ledgers(store, nodes))
+    figs['promoted'] = promoted_pairs(promoted_in_timeline(doc, nodes), promoted_in_ledgers(store, nodes))
     return figs
 
 

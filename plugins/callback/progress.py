@@ -89,12 +89,12 @@ class CallbackModule(CallbackBase):
             self._show(name)
 
     def _result(self, result):
-        facts = result._result.get('ansible_facts') or {}
+        facts = result.result.get('ansible_facts') or {}
         prediction = facts.get('netval_run_prediction')
         if self._prediction is None and isinstance(prediction, dict) and 'nodes' in prediction:
             self._prediction = prediction
-        name = to_text(result._host.get_name())
-        if self._tracker.result(name, result._task.action, result._task.args, result._result):
+        name = to_text(result.host.get_name())
+        if self._tracker.result(name, result.task.action, result.task.args, result.result):
             self._show(name)
 
     @_soft

@@ -25,9 +25,8 @@ description:
     of retries in C(retries).  Tasks of C(include_tasks) and C(include_role) are recorded like any other task, with the
     included role in C(role); the include itself is a record too.  Meta tasks (C(meta), implicit handler flushes)
     never reach a worker and are not recorded.
-  - C(delegated_to) lists the C(ansible_host) of every host the task or its items were delegated to, as ansible's
-    default callback shows it (callbacks are given the delegated host's address, not its inventory name); it is empty
-    when the task was not delegated or the delegated host has no C(ansible_host).
+  - C(delegated_to) lists the inventory name of every host the task or its items were delegated to; it is empty when
+    the task was not delegated.
   - When the playbook starts it imports the collection's filters in the controller's main process, as
     C(gpufleet.netval.progress) does, so the task workers inherit them instead of compiling them again.
   - Also records the run's playbook files, its start (first playbook start) and end (the final stats), and the
@@ -205,25 +204,25 @@ class CallbackModule(CallbackBase):
         }
 
     def _record(self, result):
-        return self._running.get((to_text(result._host.get_name()), result._task._uuid))
+        return self._running.get((to_text(result.host.get_name()), result.task._uuid))
 
     @staticmethod
     def _delegated(record, result):
-        # Callbacks get the delegated host's connection vars (ansible_host), not its inventory name.
-        delegated = (result._result or {}).get('_ansible_delegated_vars') or {}
-        host = delegated.get('ansible_host')
-        if host and to_text(host) not in record['delegated_to']:
+        # The worker sets the task's delegate_to to the delegated host's inventory name (each item's own, in a loop: the
+        # loop's own result still holds the template).
+        host = result.task.delegate_to
+        if host and '{{' not in to_text(host) and to_text(host) not in record['delegated_to']:
             record['delegated_to'].append(to_text(host))
 
     def _finish(self, result, status, ignored=False):
         end = time.time()
-        key = (to_text(result._host.get_name()), result._task._uuid)
+        key = (to_text(result.host.get_name()), result.task._uuid)
         record = self._running.pop(key, None)
         if record is None:
             return  # a meta task, run by the strategy itself: no worker, no start
-        if status == 'ok' and (result._result or {}).get('changed'):
+        if status == 'ok' and (result.result or {}).get('changed'):
             status = 'changed'
-        name = to_text((getattr(result, '_task_fields', None) or {}).get('name') or '').strip()
+        name = to_text(result.task.name or '').strip()
         if name:
             record['task'] = name  # as the worker templated it
         if not record['task']:
@@ -249,7 +248,7 @@ class CallbackModule(CallbackBase):
 
     @_soft
     def v2_runner_on_unreachable(self, result):
-        self._finish(result, 'unreachable', ignored=bool(getattr(result._task, 'ignore_unreachable', False)))
+        self._finish(result, 'unreachable', ignored=bool(getattr(result.task, 'ignore_unreachable', False)))
 
     def _item(self, result):
         record = self._record(result)

@@ -17,7 +17,7 @@ The ``gpufleet.netval.task_timeline`` callback writes one JSON document per
                         host, play, task (as templated for the host), task_template (as written), task_uuid,
                         role, action, start, end, duration_s, status
                         (ok / changed / failed / skipped / unreachable), ignored, loop, items, retries,
-                        delegated_to (the delegated hosts' ansible_host), handler
+                        delegated_to (the delegated hosts' inventory names), handler
 
 The summaries below are pure functions of that document (no Ansible import):
 ``task_costs`` (per task: count, total, mean), ``host_costs`` (per host: wall

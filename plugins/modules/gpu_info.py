@@ -151,121 +151,13 @@ kernel_log:
   type: dict
 '''
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log as klog
-from ansible_collections.gpufleet.netval.plugins.module_utils import nvidia
-from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
-from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, package_hint
-
-# journalctl --since accepts absolute times, relative ones (-1h, +5min) and words (today, yesterday).
-# It is passed as --since=VALUE, so a leading - (a relative time) cannot be read as an option.
-SINCE_RE = re.compile(r'[0-9A-Za-z][0-9A-Za-z :.+_-]{0,63}|[-+][0-9][0-9A-Za-z ]{0,30}')
-
-
-def _read_kernel_log(runner, since, timeout):
-    """Run journalctl -k (falling back to dmesg); returns the kernel_log dict (events or an error)."""
-    info = {'source': None, 'cmd': None, 'since_applied': False, 'error': None}
-    errors = []
-    if runner.find('journalctl', required=False):
-        args = ['-k', '-o', 'short-iso', '--no-pager']
-        if since:
-            args.append('--since=%s' % since)
-        result = runner.run('journalctl', args, timeout=timeout, check=False)
-        no_journal = 'No journal files were found' in (result.stderr or '')
-        if result.rc == 0 and not result.timed_out and not no_journal:
-            info.update({'source': 'journalctl', 'cmd': result.cmd, 'since_applied': bool(since)})
-            return info, result.stdout
-        reason = 'no journal files' if no_journal else ('timed out' if result.timed_out else 'rc=%s' % result.rc)
-        detail = (result.stderr or '').strip().splitlines()
-        errors.append('`%s` %s%s' % (result.cmd, reason, (': ' + detail[-1][:200]) if detail and not no_journal else ''))
-    else:
-        errors.append('journalctl not found')
-    if runner.find('dmesg', required=False):
-        result = runner.run('dmesg', [], timeout=timeout, check=False)
-        if result.rc == 0 and not result.timed_out:
-            info.update({'source': 'dmesg', 'cmd': result.cmd})
-            return info, result.stdout
-        detail = (result.stderr or '').strip().splitlines()
-        errors.append('`%s` %s%s' % (result.cmd, 'timed out' if result.timed_out else 'rc=%s' % result.rc,
-                                     (': ' + detail[-1][:200]) if detail else ''))
-    else:
-        errors.append('dmesg not found (%s)' % package_hint('dmesg'))
-    info['error'] = '%s: kernel log unreadable: %s' % (hostname(), '; '.join(errors))
-    return info, None
+from ansible_collections.gpufleet.netval.plugins.module_utils.reads import gpu_info as reads
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            gpus=dict(type='bool', default=True),
-            topology=dict(type='bool', default=True),
-            kernel_log=dict(type='bool', default=True),
-            since=dict(type='str'),
-            required=dict(type='bool', default=False),
-            timeout=dict(type='int', default=60),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    since = params['since']
-    timeout = params['timeout']
-    problems = checks.control_characters(params)
-    if since is not None and not checks.fullmatch(SINCE_RE, since):
-        problems.append('since=%r is not a journalctl time (use forms like -1h, today, "2024-05-01 10:00:00")' % since)
-    problems.append(checks.check_timeout('timeout', timeout, maximum=3600))
-    if not params['gpus'] and (params['topology'] or not params['kernel_log'] or params['required']):
-        problems.append('gpus=false reads only the kernel log: it needs topology=false, kernel_log=true and required=false')
-    checks.fail_if_invalid(module, 'gpu_info', checks.problems_of(problems))
-
-    runner = ToolRunner(module)
-    result = {
-        'changed': False, 'nvidia_smi': 'missing', 'driver_version': None, 'cuda_version': None,
-        'gpu_count': 0, 'gpu_count_mismatch': False, 'gpus': [], 'topology': None, 'gpu_nic_pairs': [],
-        'xid_events': None, 'thermal_events': None, 'kernel_log': None,
-    }
-
-    if not params['gpus']:
-        result['nvidia_smi'] = 'skipped'
-    elif runner.find('nvidia-smi', required=params['required']):
-        query = runner.run('nvidia-smi', ['-q', '-x'], timeout=timeout)
-        try:
-            inventory = nvidia.parse_nvidia_smi_xml(query.stdout)
-        except ParseError as exc:
-            runner.fail_parse(query, exc)
-        result.update({
-            'nvidia_smi': 'present',
-            'driver_version': inventory['driver_version'],
-            'cuda_version': inventory['cuda_version'],
-            'gpu_count': inventory['gpu_count'] if inventory['gpu_count'] is not None else len(inventory['gpus']),
-            'gpu_count_mismatch': inventory['gpu_count_mismatch'],
-            'gpus': inventory['gpus'],
-        })
-        if params['topology']:
-            topo = runner.run('nvidia-smi', ['topo', '-m'], timeout=timeout)
-            try:
-                result['topology'] = nvidia.parse_nvidia_smi_topo(topo.stdout)
-            except ParseError as exc:
-                runner.fail_parse(topo, exc)
-            result['gpu_nic_pairs'] = nvidia.pair_gpus_with_nics(result['topology'])
-
-    if params['kernel_log']:
-        info, text = _read_kernel_log(runner, since, timeout)
-        if text is not None:
-            events = klog.parse_kernel_log(text)
-            result['xid_events'] = events['xid']
-            result['thermal_events'] = events['thermal']
-            for name in ('fallen_off_bus', 'sxid', 'link_events', 'aer', 'pcie_link_changes', 'line_count'):
-                info[name] = events[name]
-            by_bus = {}
-            for event in events['xid']:
-                by_bus.setdefault(event['bus_id'], []).append(event)
-            for gpu in result['gpus']:
-                gpu['xid'] = by_bus.get(gpu['bus_id'], [])
-        result['kernel_log'] = info
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=reads.ARGUMENT_SPEC, supports_check_mode=True)
+    module.exit_json(changed=False, **reads.read(module))
 
 
 if __name__ == '__main__':

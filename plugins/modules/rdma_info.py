@@ -158,98 +158,13 @@ ibstat:
   sample: {"devices": {"mlx5_0": {"ca_type": "MT4129", "firmware_version": "28.39.1002", "ports": {"1": {"state": "Active", "rate_gbps": 400}}}}}
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import rdma
-from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
-from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
-from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
-
-
-def _run_parsed(runner, tool, args, parser, timeout=None):
-    result = runner.run(tool, args, timeout=timeout)
-    try:
-        return parser(result.stdout)
-    except ParseError as exc:
-        runner.fail_parse(result, exc)
-
-
-def _device_view(device, ipv4_by_netdev):
-    view = dict(device)
-    view['gids'] = [dict(gid, port=number) for number, port in sorted(device['ports'].items()) for gid in port['gids']]
-    if ipv4_by_netdev is None:
-        view['ipv4'] = None
-    else:
-        addresses = []
-        for netdev in rdma.device_netdevs(device):
-            for address in ipv4_by_netdev.get(netdev, []):
-                if address not in addresses:
-                    addresses.append(address)
-        view['ipv4'] = addresses
-    return view
-
-
-def _json_keys(value):
-    """Port numbers are int keys in module_utils; say them as the strings JSON will make of them anyway."""
-    if isinstance(value, dict):
-        return dict((str(key) if isinstance(key, int) else key, _json_keys(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return [_json_keys(item) for item in value]
-    return value
+from ansible_collections.gpufleet.netval.plugins.module_utils.reads import rdma_info as reads
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            sysfs_root=dict(type='path', default='/sys'),
-            ipv4=dict(type='bool', default=True),
-            tool_outputs=dict(type='bool', default=False),
-            devices=dict(type='list', elements='str', default=[]),
-            counters=dict(type='bool', default=False),
-            timeout=dict(type='int', default=30),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    problems = checks.control_characters(params)
-    problems.extend(checks.check_device('devices[%d]' % index, name) for index, name in enumerate(params['devices']))
-    problems.append(checks.check_timeout('timeout', params['timeout'], maximum=3600))
-    checks.fail_if_invalid(module, 'rdma_info', checks.problems_of(problems))
-    sysfs = params['sysfs_root']
-    if not os.path.isdir(sysfs):
-        module.fail_json(msg='%s: sysfs_root %s does not exist or is not a directory' % (hostname(), sysfs))
-
-    inventory = rdma.read_infiniband_sysfs(sysfs, counters=params['counters'])['devices']
-    missing = []
-    if params['devices']:
-        missing = [name for name in params['devices'] if name not in inventory]
-        inventory = dict((name, inventory[name]) for name in params['devices'] if name in inventory)
-
-    runner = ToolRunner(module)
-    ipv4_by_netdev = None
-    prefixlens = None
-    if params['ipv4'] and inventory:
-        addresses = _run_parsed(runner, 'ip', ['-4', '-o', 'addr', 'show'], rdma.parse_ip_addr, timeout=params['timeout'])
-        ipv4_by_netdev = addresses['ipv4_by_netdev']
-        prefixlens = addresses['ipv4_prefixlen_by_netdev']
-
-    gid_choice = rdma.roce_v2_gid_indexes(inventory)
-    devices = {}
-    for name, device in inventory.items():
-        devices[name] = _device_view(device, ipv4_by_netdev)
-        devices[name]['roce_v2_gid'] = gid_choice[name]
-
-    result = dict(
-        changed=False,
-        devices=devices,
-        live_ports=rdma.select_live_ports(inventory, ipv4_by_netdev, prefixlen_by_netdev=prefixlens),
-        roce_v2_gid_index=dict((name, choice['index'] if choice else None) for name, choice in gid_choice.items()),
-        missing_devices=missing,
-    )
-    if params['tool_outputs']:
-        result['ibstat'] = _run_parsed(runner, 'ibstat', [], rdma.parse_ibstat, timeout=params['timeout'])
-    module.exit_json(**_json_keys(result))
+    module = AnsibleModule(argument_spec=reads.ARGUMENT_SPEC, supports_check_mode=True)
+    module.exit_json(changed=False, **reads.read(module))
 
 
 if __name__ == '__main__':

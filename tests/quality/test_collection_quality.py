@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -32,7 +33,7 @@ def run(argv, timeout=900, **kwargs):
 
 
 def test_ansible_test_sanity():
-    rc, out = run([os.path.join(ROOT, 'scripts', 'ansible_test.sh'), 'sanity', '--venv', '--python', '3.11'])
+    rc, out = run([os.path.join(ROOT, 'scripts', 'ansible_test.sh'), 'sanity', '--venv', '--python', '%d.%d' % sys.version_info[:2]])
     assert rc == 0, out[-20000:]
 
 
@@ -117,3 +118,24 @@ def test_galaxy_build_and_install(tmp_path):
     assert (installed / 'plugins' / 'modules' / 'host_tuning_info.py').exists()
     assert (installed / 'plugins' / 'callback' / 'task_timeline.py').exists()
     assert not (installed / 'lab').exists() and not (installed / '.venv').exists()
+
+
+def test_requires_ansible_states_exactly_the_ansible_core_releases_ci_tests():
+    """meta/runtime.yml against the matrix of `make test` (Makefile ANSIBLE_MATRIX) and the main venv's pin."""
+    import re
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+    with open(os.path.join(ROOT, 'Makefile'), encoding='utf-8') as handle:
+        matrix = re.search(r'^ANSIBLE_MATRIX := (.*)$', handle.read(), re.MULTILINE).group(1).split()
+    with open(os.path.join(ROOT, 'requirements-dev.txt'), encoding='utf-8') as handle:
+        main = re.search(r'^ansible-core==(\S+)$', handle.read(), re.MULTILINE).group(1)
+    tested = sorted([Version(entry.split(':')[0]) for entry in matrix] + [Version(main)])
+    with open(os.path.join(ROOT, 'meta', 'runtime.yml'), encoding='utf-8') as handle:
+        spec = SpecifierSet(yaml.safe_load(handle)['requires_ansible'])
+    assert all(version in spec for version in tested), (spec, tested)
+    oldest, newest = tested[0], tested[-1]
+    # Nothing older than the oldest tested minor release, nothing past the newest tested minor release.
+    assert Version('%d.%d.0' % (oldest.major, oldest.minor)) in spec and Version('%d.%d.99' % (oldest.major, oldest.minor - 1)) not in spec
+    assert Version('%d.%d.99' % (newest.major, newest.minor)) in spec and Version('%d.%d.0' % (newest.major, newest.minor + 1)) not in spec
+    # Every minor release between them is tested.
+    assert sorted(set((v.major, v.minor) for v in tested)) == [(2, minor) for minor in range(oldest.minor, newest.minor + 1)]

@@ -37,12 +37,16 @@ def run(argv, cwd=ROOT, timeout=600):
 
 
 def pins(path):
-    """{lower-case name: version} of the `name==version` lines of a pip requirements file; other lines are refused."""
+    """{lower-case name: version} of the `name==version` lines of a pip requirements file (and the files it names with
+    `-r`); other lines are refused."""
     found = {}
     with open(path, encoding='utf-8') as handle:
         for line in handle:
             line = line.split('#', 1)[0].strip()
             if not line:
+                continue
+            if line.startswith('-r '):
+                found.update(pins(os.path.join(os.path.dirname(path), line[3:].strip())))
                 continue
             match = re.fullmatch(r'([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)', line)
             assert match, '%s: not pinned with ==: %r' % (path, line)
@@ -137,28 +141,41 @@ def test_containerfile_installs_the_collection_from_this_checkout(context):
     assert not [name for name in names if name == 'ee' or name.startswith('ee/')]
 
 
-def test_containerfile_installs_the_controller_python_libraries_as_pinned(context):
+def test_the_collection_declares_its_controller_requirements_the_galaxy_way():
+    declared = load_yaml(os.path.join(ROOT, 'meta', 'execution-environment.yml'))
+    assert declared['version'] == 1
+    assert declared['dependencies'] == {'python': 'requirements.txt', 'system': 'bindep.txt'}
+    collection_pins = pins(os.path.join(ROOT, 'requirements.txt'))
+    assert set(CONTROLLER_LIBRARIES) - {'jmespath'} <= set(collection_pins), collection_pins
+    for name, version in collection_pins.items():
+        assert version == DEV_PINS[name], '%s: requirements.txt pins %s, requirements-dev.txt %s' % (name, version, DEV_PINS[name])
+    assert 'jmespath' in pins(os.path.join(EE_DIR, 'requirements.txt'))
+
+
+def test_ansible_builder_finds_them_in_the_installed_collection(tmp_path):
+    """What an EE that installs this collection gets: ansible-builder's introspection of the installed tarball."""
+    rc, out = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'build', '--force', '--output-path', str(tmp_path), ROOT])
+    assert rc == 0, out
+    (tarball,) = glob.glob(str(tmp_path / '*.tar.gz'))
+    installed = tmp_path / 'collections'
+    rc, out = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--offline', '--force', '-p', str(installed), tarball])
+    assert rc == 0, out
+    rc, out = run([os.path.join(BIN, 'ansible-builder'), 'introspect', str(installed)])
+    assert rc == 0, out
+    found = yaml.safe_load(out[out.index('python:'):]) if 'python:' in out else {}
+    python = ' '.join(found.get('python') or [])
+    system = ' '.join(found.get('system') or [])
+    assert 'matplotlib==%s' % DEV_PINS['matplotlib'] in python and 'netaddr==%s' % DEV_PINS['netaddr'] in python, out
+    assert 'openssh-clients [platform:rpm]' in system, out
+
+
+def test_containerfile_installs_the_ee_s_own_python_libraries(context):
     text = containerfile(context)
     assert 'COPY _build/requirements.txt requirements.txt' in text, text
     assert re.search(r'introspect\.py introspect --user-pip=requirements\.txt', text), text
     assert 'RUN /output/scripts/assemble' in text and 'RUN /output/scripts/install-from-bindep' in text, text
     ee_pins = pins(str(context / '_build' / 'requirements.txt'))
-    for name in CONTROLLER_LIBRARIES:
-        assert name in ee_pins, '%s missing from ee/requirements.txt' % name
-    for name, version in ee_pins.items():
-        if name in DEV_PINS:
-            assert version == DEV_PINS[name], '%s: ee/requirements.txt pins %s, requirements-dev.txt %s' % (
-                name, version, DEV_PINS[name])
-
-
-def test_containerfile_installs_the_controller_system_packages(context):
-    text = containerfile(context)
-    assert 'COPY _build/bindep.txt bindep.txt' in text and '--user-bindep=bindep.txt' in text, text
-    with open(str(context / '_build' / 'bindep.txt'), encoding='utf-8') as handle:
-        lines = [line.split('#', 1)[0].split() for line in handle]
-    rpm = {words[0] for words in lines if words and any('platform:rpm' in word for word in words)}
-    # ssh to the nodes and peers (the fetched evidence bundles are unpacked in Python, evidence_store).
-    assert 'openssh-clients' in rpm, rpm
+    assert 'jmespath' in ee_pins, ee_pins
 
 
 def test_python_interpreter_is_the_one_the_ee_installs(context):

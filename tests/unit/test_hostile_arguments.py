@@ -19,7 +19,7 @@ from ansible_collections.gpufleet.netval.plugins import modules as modules_pkg
 from ansible_collections.gpufleet.netval.plugins.module_utils import background, runner
 from ansible_collections.gpufleet.netval.plugins.modules import evidence_bundle
 from ansible_collections.gpufleet.netval.plugins.modules import perftest as perftest_module
-from tests.unit.plugins.modules.utils import AnsibleExitJson, AnsibleFailJson, _exit_json, _fail_json, set_module_args
+from tests.unit.plugins.modules.utils import AnsibleExitJson, AnsibleFailJson, _exit_json, _fail_json, module_args
 
 MODULE_NAMES = sorted(name for _finder, name, _pkg in pkgutil.iter_modules(modules_pkg.__path__))
 TEXT_TYPES = ('str', 'path', 'raw')
@@ -49,7 +49,7 @@ BASE = {
     'drift_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}, 'textfile_dir': '{tmp}/prom'},
     'evidence_store': {'tarball': '{tmp}/ev/b.tar.gz', 'dest': '{tmp}/ev', 'baseline': {}, 'baseline_link': '{tmp}/baseline'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},
-    'parallel_reads': {'reads': {'rdma': {'module': 'gpufleet.netval.rdma_info', 'args': {'sysfs_root': '{tmp}'}}}, 'required': ['rdma']},
+    'preflight_info': {'rdma': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']}, 'required': ['rdma']},
 }
 
 
@@ -61,6 +61,9 @@ DICT_LISTS = {
                    {'id': 'hca1', 'server': 'peer-02', 'device': 'mlx5_1', 'port': 18516}],
         'replaces': ('server', 'device', 'log_path', 'exe'),
     },
+    # preflight_info's reads take their modules' options (a dict each): every text value of one made hostile.
+    ('preflight_info', 'rdma'): {'sample': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']}, 'replaces': ()},
+    ('preflight_info', 'host'): {'sample': {'sysfs_root': '{tmp}', 'procfs_root': '{tmp}', 'memlock_user': 'root'}, 'replaces': ()},
 }
 
 
@@ -166,9 +169,8 @@ def run_recorded(name, args):
         argvs.append([str(a) for a in argv])
         return runner.CommandResult(argv, 0, '', '')
 
-    set_module_args(args)
-    with mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
-                             get_bin_path=lambda self, arg, required=False, opt_dirs=None: '/usr/bin/%s' % os.path.basename(arg)):
+    with module_args(args), mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
+                                                get_bin_path=lambda self, arg, required=False, opt_dirs=None: '/usr/bin/%s' % os.path.basename(arg)):
         with mock.patch.object(background, 'start_server', fake_start_server), mock.patch.object(background, 'start_servers', fake_start_servers), \
                 mock.patch.object(runner, 'capture', fake_capture), \
                 mock.patch.object(evidence_bundle, 'run_with_deadline', fake_run_with_deadline):

@@ -4,14 +4,13 @@ Each case lists the exact argv the module must run and what the command
 returns; the harness fails the test if the module runs anything else, runs
 the commands in another order, or leaves an expected command unrun.
 """
-import json
 import threading
 import time
 from unittest import mock
 
 import pytest
 from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
+from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import runner
 
@@ -49,11 +48,12 @@ def _fail_json(self, **kwargs):
     raise AnsibleFailJson(kwargs)
 
 
-def set_module_args(args):
+def module_args(args):
+    """The context in which an AnsibleModule reads ``args`` as its task's (ansible-core's own test helper)."""
     args = dict(args)
     args.setdefault('_ansible_remote_tmp', '/tmp')
     args.setdefault('_ansible_keep_remote_files', False)
-    basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
+    return patch_module_args(args)
 
 
 class Call(object):
@@ -113,10 +113,9 @@ def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=
 
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
-    set_module_args(args)
     # Commands go through runner.capture; AnsibleModule.run_command must not be used (it would fail the test).
-    with mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
-                             run_command=_no_run_command, get_bin_path=fake_get_bin_path), \
+    with module_args(args), mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
+                                                run_command=_no_run_command, get_bin_path=fake_get_bin_path), \
             mock.patch.object(runner, 'capture', fake_capture):
         outcome = None
         try:
