@@ -41,7 +41,7 @@ class Task(object):
 
 class Result(object):
     def __init__(self, host, task, result):
-        self._host, self._task, self._result = Host(host), task, result
+        self.host, self.task, self.result = Host(host), task, result
 
 
 def callback(tmp_path):
