@@ -19,6 +19,9 @@ description:
     because GPUs train their link down at idle by design.
   - By default it inspects every NVIDIA/Mellanox network adapter (vendor C(0x15b3), Ethernet or InfiniBand class) and
     every NVIDIA GPU (vendor C(0x10de), VGA or 3D class). Hosts without such hardware return empty lists, not an error.
+  - SR-IOV virtual functions (a C(physfn) link in sysfs, or a known VF device ID) have no PCIe link of their own; discovery
+    lists them under RV(virtual_functions) and does not inspect them, and a VF named in O(devices) is assessed
+    C(virtual_function), never judged as a link.
   - With O(lspci=true) it also runs C(lspci -vvv -s BDF) per device and returns the parsed LnkCap/LnkSta lines.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -92,6 +95,8 @@ devices:
       description:
         - Link facts from sysfs, C(current_speed_gts), C(max_speed_gts), C(current_width), C(max_width), C(numa_node),
           C(class), C(vendor), C(device), C(driver); null where the kernel exposes nothing (virtual devices).
+        - C(physfn) (the PF of an SR-IOV VF, else null), C(virtual_function) (true for a VF) and C(sriov_numvfs) (a PF's
+          enabled VFs).
       type: dict
       sample: {"bdf": "0000:1a:00.0", "current_speed_gts": 32.0, "max_speed_gts": 32.0, "current_width": 16, "max_width": 16,
                "numa_node": 0, "class": "0x020000", "vendor": "0x15b3", "device": "0x1021", "driver": "mlx5_core"}
@@ -103,7 +108,8 @@ devices:
       description:
         - C(expected_speed_gts) and C(expected_width) (the least capable of the device and its upstream hops),
           C(bottleneck) (C(device), C(slot), C(upstream:<bdf>) or null), C(status) and a plain-text C(reason).
-        - C(status) is C(ok), C(degraded), C(slot_limited), C(idle_downtrained) or C(unknown).
+        - C(status) is C(ok), C(degraded), C(slot_limited), C(idle_downtrained), C(virtual_function) (an SR-IOV VF, not
+          judged) or C(unknown).
       type: dict
       sample: {"expected_speed_gts": 16.0, "expected_width": 16, "bottleneck": "slot", "status": "slot_limited",
                "reason": "device can do 32.0 GT/s (Gen5) x16 but its slot 0000:00:01.0 only 16.0 GT/s (Gen4) x16 ..."}
@@ -129,6 +135,11 @@ unknown:
   returned: always
   type: list
   elements: str
+virtual_functions:
+  description: Addresses of the SR-IOV virtual functions found or named; they have no link of their own and are never judged.
+  returned: always
+  type: list
+  elements: str
 '''
 
 import concurrent.futures
@@ -143,6 +154,7 @@ LSPCI_TIMEOUT = 60
 
 
 def _discover(sysfs_root, all_network_devices):
+    """(the devices to inspect, the SR-IOV virtual functions found): a VF has no link of its own, so it is not inspected."""
     vendors = {pcie.CLASS_VGA: [pcie.VENDOR_NVIDIA], pcie.CLASS_3D: [pcie.VENDOR_NVIDIA]}
     if all_network_devices:
         classes = [pcie.CLASS_NETWORK] + list(pcie.GPU_CLASSES)
@@ -150,7 +162,9 @@ def _discover(sysfs_root, all_network_devices):
         classes = list(pcie.NIC_CLASSES) + list(pcie.GPU_CLASSES)
         vendors[pcie.CLASS_ETHERNET] = [pcie.VENDOR_MELLANOX, pcie.VENDOR_NVIDIA]
         vendors[pcie.CLASS_INFINIBAND] = [pcie.VENDOR_MELLANOX, pcie.VENDOR_NVIDIA]
-    return [entry['bdf'] for entry in pcie.read_pci_devices(sysfs_root, classes, vendors)]
+    found = pcie.read_pci_devices(sysfs_root, classes, vendors)
+    return ([entry['bdf'] for entry in found if not entry['virtual_function']],
+            [entry['bdf'] for entry in found if entry['virtual_function']])
 
 
 def _lspci_all(runner, bdfs):
@@ -205,6 +219,7 @@ def main():
     sysfs_root = module.params['sysfs_root']
     requested = module.params['devices']
 
+    skipped_vfs = []
     if requested is not None:
         bdfs = []
         for raw in requested:
@@ -215,7 +230,7 @@ def main():
             if bdf not in bdfs:
                 bdfs.append(bdf)
     else:
-        bdfs = _discover(sysfs_root, module.params['all_network_devices'])
+        bdfs, skipped_vfs = _discover(sysfs_root, module.params['all_network_devices'])
 
     runner = ToolRunner(module) if module.params['lspci'] else None
     lspci = _lspci_all(runner, sorted(bdfs)) if runner is not None else {}
@@ -236,6 +251,10 @@ def main():
         }
         if runner is not None:
             entry['lspci'] = _lspci(module, runner, lspci[bdf])
+            if (entry['lspci'] or {}).get('virtual_function') and not link.get('virtual_function'):
+                # lspci names it a VF where sysfs did not say (no physfn link): it has no link of its own either way.
+                link['virtual_function'] = True
+                entry['assessment'] = pcie.assess_link(link, upstream, is_gpu=(kind == 'gpu'))
         devices.append(entry)
 
     def having(status):
@@ -247,6 +266,7 @@ def main():
         degraded=having('degraded'),
         slot_limited=having('slot_limited'),
         unknown=having('unknown'),
+        virtual_functions=sorted(set(skipped_vfs + having('virtual_function'))),
     )
 
 
