@@ -192,3 +192,33 @@ def test_the_pasted_command_line_names_the_test(prompt):
     assert nccl.parse_nccl_tests(body)['test'] is None
     result = nccl.parse_nccl_tests(prompt + '\n' + body)
     assert result['test'] == 'all_reduce_perf' and result['rows'] == nccl.parse_nccl_tests(body)['rows']
+
+
+def test_mpi_suffixed_binary_in_the_old_layout_names_the_test_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_mpi_srun_2node_h100_old_layout_no_collective_line_soperator428_truncated.txt'))
+    assert (result['test'], result['binary']) == ('all_reduce_perf', 'all_reduce_perf_mpi')
+    job = result['jobs'][0]
+    assert (job['nthread'], job['ngpus'], job['min_bytes'], job['max_bytes']) == (1, 1, 536870912, 8589934592)
+    assert [(r['rank'], r['host'], r['device']) for r in result['ranks']][7:9] == [(7, 'worker-1', 7), (8, 'worker-0', 0)]
+    assert result['rows'] == [] and result['avg_busbw_gbs'] is None and result['multiple_jobs'] is False
+
+
+def test_mpi_suffixed_binary_with_tag_output_rows_synthetic():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_mpi_tag_output_2node_h100_old_layout_synthetic.txt'))
+    assert (result['test'], result['binary']) == ('all_reduce_perf', 'all_reduce_perf_mpi')
+    assert len(result['rows']) == 5 and result['avg_busbw_gbs'] == 364.073 and nccl.busbw_at_max_size(result) == 372.07
+    assert result['out_of_bounds_ok'] is True and result['truncated'] is False
+
+
+@pytest.mark.parametrize('line,test,binary', [
+    ('srun --mpi=pmix all_reduce_perf_mpi -b 8 -e 8G', 'all_reduce_perf', 'all_reduce_perf_mpi'),
+    ('mpirun -np 16 /opt/nccl-tests/build/alltoall_perf_mpi -b 1G -e 1G -g 1', 'alltoall_perf', 'alltoall_perf_mpi'),
+    ('mpirun -np 2 ./build/reduce_scatter_perf.mpi -b 8 -e 1G', 'reduce_scatter_perf', 'reduce_scatter_perf.mpi'),
+    ('./all_gather_perf -b 8 -e 128M -g 8', 'all_gather_perf', 'all_gather_perf'),
+])
+def test_binary_names_with_and_without_a_build_suffix(line, test, binary):
+    text = line + '\n# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n'
+    result = nccl.parse_nccl_tests(text)
+    assert (result['test'], result['binary']) == (test, binary)
+    starting = '# Collective test starting: %s\n' % binary
+    assert nccl.parse_nccl_tests(starting + text)['test'] == test
