@@ -50,11 +50,16 @@ _INT = re.compile(r'^-?\d+$')
 _FLOAT = re.compile(r'^-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?$')
 
 # Header tokens as the columns they name.
+# nccl-tests 2.17+ may print "cputime" for the time column (-C), per-iteration columns (i_min, i_max, i_p99, i_cv%) after
+# each side's #wrong, and a trailing "timestamp" column (a date and a time, two tokens).
 _COLUMN_NAMES = {
     'size': 'size', 'count': 'count', 'type': 'type', 'redop': 'redop', 'root': 'root',
-    'time': 'time', 'algbw': 'algbw', 'busbw': 'busbw', '#wrong': 'wrong', 'wrong': 'wrong', 'error': 'error',
+    'time': 'time', 'cputime': 'time', 'algbw': 'algbw', 'busbw': 'busbw', '#wrong': 'wrong', 'wrong': 'wrong', 'error': 'error',
+    'i_min': 'i_min', 'i_max': 'i_max', 'i_p99': 'i_p99', 'i_cv%': 'i_cv', 'timestamp': 'timestamp',
 }
-_METRICS = ('time', 'algbw', 'busbw', 'wrong', 'error')
+_METRICS = ('time', 'algbw', 'busbw', 'wrong', 'error', 'i_min', 'i_max', 'i_p99', 'i_cv')
+_PER_ITERATION = ('i_min', 'i_max', 'i_p99', 'i_cv')
+_TIMESTAMP = re.compile(r'^\d{4}-\d\d-\d\d$')
 # The current layout, for rows whose table header is not in the text (an excerpt cut above it).
 _DEFAULT_COLUMNS = [('size', None), ('count', None), ('type', None), ('redop', None), ('root', None),
                     ('time', 'oop'), ('algbw', 'oop'), ('busbw', 'oop'), ('wrong', 'oop'),
@@ -129,6 +134,8 @@ def _table_columns(line, label_line):
 
 def _parse_row(tokens, columns):
     """A table row as a dict, or None when it does not fit the columns (a cut or foreign line)."""
+    if columns and columns[-1][0] == 'timestamp' and len(tokens) == len(columns) + 1 and _TIMESTAMP.match(tokens[-2]):
+        tokens = tokens[:-2] + ['%s %s' % (tokens[-2], tokens[-1])]
     if len(tokens) != len(columns):
         return None
     row = {
@@ -137,9 +144,12 @@ def _parse_row(tokens, columns):
         'ip_time_us': None, 'ip_algbw_gbs': None, 'ip_busbw_gbs': None, 'ip_wrong': None, 'ip_error': None,
         'wrong': None, 'error_flagged': False, 'valid': True,
     }
-    suffix = {'time': 'time_us', 'algbw': 'algbw_gbs', 'busbw': 'busbw_gbs', 'wrong': 'wrong', 'error': 'error'}
+    suffix = {'time': 'time_us', 'algbw': 'algbw_gbs', 'busbw': 'busbw_gbs', 'wrong': 'wrong', 'error': 'error',
+              'i_min': 'i_min_us', 'i_max': 'i_max_us', 'i_p99': 'i_p99_us', 'i_cv': 'i_cv_pct'}
     for token, (name, placement) in zip(tokens, columns):
-        if name in ('size', 'count'):
+        if name == 'timestamp':
+            row['timestamp'] = token
+        elif name in ('size', 'count'):
             if not _INT.match(token):
                 return None
             row['size_bytes' if name == 'size' else 'count'] = int(token)
