@@ -323,8 +323,8 @@ def _dcgmi_level_entry(result, subject, peer, reason):
     entry['error_class'] = 'diag_level_not_run'
     entry['error_side'] = 'ours'
     skipped = result.get('hardware_tests_skipped') or []
-    entry['as_printed'] = 'level %s: %s' % (level if level is not None else '?',
-                                           'skipped: %s' % ', '.join(skipped) if skipped else 'no hardware test in the output')
+    what = 'skipped: %s' % ', '.join(skipped) if skipped else 'no hardware test in the output'
+    entry['as_printed'] = 'level %s: %s' % (level if level is not None else '?', what)
     entry['verbatim'] = [line.rstrip() for line in (result.get('stdout') or '').splitlines()
                          if any(name in line for name in skipped) and 'Skip' in line][:12]
     return entry

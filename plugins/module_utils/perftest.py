@@ -303,7 +303,6 @@ def _resolve_sides(sections):
         untold[0]['side'] = 'client' if told == {'server'} else 'server'
 
 
-
 @tool_parser(TOOL, keep_command=True)
 def parse_perftest(text):
     """Output of one perftest run (stdout and stderr, client or server) -> dict.

@@ -231,8 +231,8 @@ def test_a_dcgmi_level_whose_hardware_tests_were_all_skipped_is_unknown_and_ours
     # What the dcgmi_diag module registers: the parse, the level asked for, its own word on the level and the output.
     result = dict(parsed, level=3, level_not_run=dcgmi.level_not_run(parsed, 3), stdout=text, rc=0)
     figures = measurements.run_measurements(result, {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
-    plan = [expected('ib_send_bw_gbs', 'mlx5_%d' % i) for i in range(8)] + [expected('iperf3_gbps', '10.0.10.2'),
-                                                                           expected('all_nics_gbs', 'all NICs'), expected('dcgmi_diag', None)]
+    plan = ([expected('ib_send_bw_gbs', 'mlx5_%d' % i) for i in range(8)]
+            + [expected('iperf3_gbps', '10.0.10.2'), expected('all_nics_gbs', 'all NICs'), expected('dcgmi_diag', None)])
     outcome = verdict.node_verdict(healthy_400g_node() + figures, [], P400, {'expected': plan})
     level = [t for t in outcome['tests'] if t['id'] == 'dcgmi_diag:level']
     assert [(t['status'], t['error_class'], t['error_side'], t['subject']) for t in level] == [

@@ -153,8 +153,10 @@ def test_sriov_vfs_are_listed_not_inspected_and_never_judged(tmp_path):
 
 
 def test_a_vf_only_lspci_names_is_not_judged_as_a_link(tmp_path):
-    make_pci_tree(tmp_path, [('0000:b0:04.0', link(GEN5, 16, GEN5, 16)),
-                             ('0000:b1:00.2', link('Unknown', 0, GEN5, 16, **dict(CX7, device='0x9999')))], root_bus='0000:b0')
+    unnamed = dict(CX7)
+    unnamed['device'] = '0x9999'  # an ID the VF table does not know: only lspci can tell
+    make_pci_tree(tmp_path, [('0000:b0:04.0', link(GEN5, 16, GEN5, 16)), ('0000:b1:00.2', link('Unknown', 0, GEN5, 16, **unnamed))],
+                  root_bus='0000:b0')
     text = fixtures.local('lspci/lspci_vvv_cx7_pf_downgraded_and_mlx5gen_vf_speed_unknown_x0_kvm_list_2025.txt')
     out = text[text.index('b1:00.2 '):]
     result, failed = run_module(pcie_info.main, {'sysfs_root': str(tmp_path), 'devices': ['0000:b1:00.2'], 'lspci': True},
