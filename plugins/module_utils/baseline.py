@@ -313,7 +313,8 @@ def _nics(usable, expected):
     if rdma is not None:
         # A NIC on the PCIe bus without an RDMA device: its driver did not bind, or the device went away.
         for bdf, device in sorted(pcie_by_bdf.items()):
-            if device.get('kind') != 'nic' or bdf in seen_pci:
+            if device.get('kind') != 'nic' or bdf in seen_pci or _dict(device.get('assessment')).get('status') == 'virtual_function':
+                # An SR-IOV VF is a function of a NIC already listed, not a NIC of its own.
                 continue
             entry = _empty_nic(bdf, bdf, False, 'on the PCIe bus without an RDMA device')
             entry.update({'pci_address': bdf, 'pcie': _pcie_entry(device), 'firmware': _firmware_entry(fw_by_bdf.get(bdf), None),

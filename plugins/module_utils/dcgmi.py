@@ -8,6 +8,11 @@ Statuses are normalised to ``pass``, ``fail``, ``warn`` and ``skip``
 (``Not Run`` is a skip); anything else is None (unknown).  A table that is
 cut before its closing border is ``truncated``: a Fail already seen stays a
 Fail, but nothing else is reported as healthy.
+
+A run whose software (Deployment) tests passed while every hardware and
+stress test it lists was skipped (an unsupported GPU, a missing diag package,
+a level that could not run) is not a pass: its ``overall`` is ``skip`` and
+``hardware_ran`` is False.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,6 +35,11 @@ _STATUS_CELL = re.compile(r'^(Pass|Fail|Warn|Skip|Not Run)\b\s*(?:-\s*(.*))?$', 
 _GPU_STATUS_CELL = re.compile(r'^GPU\s*:?\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip|Not Run)\b', re.IGNORECASE)
 _GPU_REF = re.compile(r'^GPU\s*:?\s*(\d+)\b')
 _MESSAGE_LABEL = re.compile(r'^(Warning|Info|Error)s?\b\s*:?\s*(?:GPU\s*:?\s*(\d+))?', re.IGNORECASE)
+# The software checks: category "Deployment" (3.x and 4.x) or "Software"; without a category, these names.
+_SOFTWARE_CATEGORIES = ('deployment', 'software')
+_SOFTWARE_TESTS = ('software', 'denylist', 'blacklist', 'nvml library', 'cuda main library', 'cuda toolkit libraries',
+                   'permissions and os blocks', 'persistence mode', 'environment variables', 'page retirement/row remap',
+                   'graphics processes', 'inforom', 'fabric manager')
 _METADATA_KEYS = {'dcgm version': 'version', 'driver version detected': 'driver_version',
                   'gpu device ids detected': 'gpu_device_ids'}
 
@@ -62,6 +72,28 @@ def _set_gpu_status(test, gpu, status):
     entry['status'] = _worst([entry['status'], status]) or entry['status']
 
 
+def is_software_test(test):
+    """True for a software (deployment) check, False for a hardware, integration or stress test."""
+    category = (test.get('category') or '').strip().lower()
+    if category:
+        return category in _SOFTWARE_CATEGORIES
+    return (test.get('name') or '').strip().lower() in _SOFTWARE_TESTS
+
+
+def _hardware(tests):
+    """(names that ran, names skipped) among the hardware, integration and stress tests, in order, once each."""
+    ran, skipped = [], []
+    for test in tests:
+        if is_software_test(test) or not test['name']:
+            continue
+        if test['overall'] in ('pass', 'warn', 'fail') and test['name'] not in ran:
+            ran.append(test['name'])
+    for test in tests:
+        if not is_software_test(test) and test['overall'] == 'skip' and test['name'] not in ran + skipped:
+            skipped.append(test['name'])
+    return ran, skipped
+
+
 def _finish(tests, meta, fmt, truncated, runtime_error=None):
     """Compute each test's overall and the summary fields."""
     for test in tests:
@@ -80,6 +112,11 @@ def _finish(tests, meta, fmt, truncated, runtime_error=None):
             elif entry['status'] == 'warn':
                 gpus_warned.add(int(gpu))
     overall = _worst(overall_values)
+    hardware_ran, hardware_skipped = _hardware(tests)
+    hardware_state = True if hardware_ran else (False if hardware_skipped else None)
+    if hardware_state is False and overall == 'pass':
+        # Only the software checks ran: the level's hardware and stress tests proved nothing.
+        overall = 'skip'
     if runtime_error and overall != 'fail':
         overall = None
     elif truncated and overall != 'fail':
@@ -98,6 +135,9 @@ def _finish(tests, meta, fmt, truncated, runtime_error=None):
         'skipped_tests': skipped,
         'gpus_failed': sorted(gpus_failed),
         'gpus_warned': sorted(gpus_warned - gpus_failed),
+        'hardware_ran': hardware_state,
+        'hardware_tests_run': hardware_ran,
+        'hardware_tests_skipped': hardware_skipped,
         'overall': overall,
         'truncated': truncated,
         'runtime_error': runtime_error,
@@ -374,7 +414,11 @@ def parse_dcgmi_diag(text):
 
     Returns {format, level, version, driver_version, gpu_device_ids, gpus_in_run, ran, tests: [{category, name, status,
     overall, per_gpu: {"<gpu id>": {status, messages, error_ids}}, messages, all_gpus}], failed_tests, warned_tests,
-    skipped_tests, gpus_failed: [int], gpus_warned: [int], overall: pass|warn|fail|skip|None, truncated, runtime_error}.
+    skipped_tests, gpus_failed: [int], gpus_warned: [int], hardware_ran, hardware_tests_run, hardware_tests_skipped,
+    overall: pass|warn|fail|skip|None, truncated, runtime_error}.
+    ``hardware_ran`` is True when a hardware, integration or stress test passed, warned or failed, False when every one
+    the output lists was skipped (``overall`` is then ``skip``, never ``pass``: only the software checks ran), None
+    when it lists none (a level-1 run, or an output cut before them).
     A text row such as "Fail - All" sets ``all_gpus`` and gives every GPU of ``gpus_in_run`` (see ``_gpus_in_run``)
     that status; ``gpus_in_run`` is None for JSON and for a table naming no GPU.
     ``overall`` is None (unknown) when there are no results, when a table is cut (unless a Fail was already seen)
@@ -399,6 +443,28 @@ def parse_dcgmi_diag(text):
         first = next(line for line in text.splitlines() if line.strip())
         raise ParseError(TOOL, 'neither dcgmi diag JSON nor its result table', first)
     return result
+
+
+def level_not_run(parsed, level=None):
+    """Why a parsed run did not run its level, or None when it did (or when that cannot be told).
+
+    A run of level 2 or more must run hardware tests (PCIe, memory, stress): when every one it lists was skipped, or
+    a complete output of such a level lists none, the level did not run and the result proves nothing about the GPUs.
+    ``level`` is the level asked for (``-r``); the parsed ``level`` is used when it is not given.  Level 1 (software
+    checks only) and a cut or failed output never count as "not run" here: they have their own unknowns.
+    """
+    if not isinstance(parsed, dict):
+        return None
+    level = level if level is not None else parsed.get('level')
+    if parsed.get('runtime_error') or parsed.get('truncated') or parsed.get('overall') in ('fail', 'warn'):
+        return None
+    if parsed.get('hardware_ran') is False:
+        return 'every hardware and stress test was skipped (%s); only the software checks ran' % (
+            ', '.join(parsed.get('hardware_tests_skipped') or []) or 'none named')
+    number = level if isinstance(level, int) and not isinstance(level, bool) else None
+    if parsed.get('hardware_ran') is None and number is not None and number >= 2 and parsed.get('tests'):
+        return 'the output of a level-%d run lists no hardware or stress test; only the software checks ran' % number
+    return None
 
 
 def classify_connection_error(text):

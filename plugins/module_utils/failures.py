@@ -57,6 +57,9 @@ ERROR_CLASSES = {
     'hostengine_unreachable': (SIDE_OURS, 'dcgmi could not reach the DCGM host engine: start it (systemctl start nvidia-dcgm, '
                                           'or nv-hostengine) and retry'),
     'diag_failed': (SIDE_HOST, 'the GPU diagnostic failed: read tests and gpus_failed'),
+    'diag_level_not_run': (SIDE_OURS, 'dcgmi diag ran only its software checks: every hardware and stress test of the level was '
+                                      'skipped (an unsupported GPU or DCGM version, a missing diag package, GPUs held by another '
+                                      'process): read level_not_run and the Skip rows'),
     'multiple_jobs': (SIDE_OURS, 'mpirun ran one job per rank: build nccl-tests with MPI=1 and check the launcher'),
     'no_results': (SIDE_UNKNOWN, 'the benchmark printed no result rows: read errors and stdout'),
     'wrong_results': (SIDE_HOST, 'nccl-tests reported wrong results (#wrong > 0): check GPU memory and the fabric'),

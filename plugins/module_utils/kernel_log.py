@@ -39,7 +39,8 @@ _TIME_PATTERNS = (
 )
 _UPTIME = re.compile(r'^\[\s*(\d+\.\d+)\]\s?')
 
-_XID = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d+),\s*(.*)$')
+# "NVRM: Xid (PCI:0000:01:00): 94, ..." and, for an error a MIG GPU instance owns, "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, ...".
+_XID = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)(?: GPU-I:(\d{1,4}))?\): (\d+),\s*(.*)$')
 _SXID = re.compile(r'(nvidia-nvswitch\d*): SXid \((?:PCI:)?(' + _BDF + r')\): (\d+),\s*(.*)$')
 _FALLEN_ONE = re.compile(r'NVRM: GPU (?:at )?(?:PCI:)?(' + _BDF + r'|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}):? (?:GPU )?has fallen off the bus')
 _FALLEN_START = re.compile(r'NVRM: The NVIDIA GPU (' + _BDF + r')\s*$')
@@ -130,11 +131,12 @@ def parse_kernel_log(text):
 
         match = _XID.search(message)
         if match:
-            rest = match.group(3)
+            rest = match.group(4)
             pid = re.search(r"pid=(?:'?<unknown>'?|(\d+))", rest)
             name = re.search(r'name=([^,]{1,256}),', rest)
             detail = re.sub(r"^(?:pid=[^,]*,\s*)?(?:name=[^,]*,\s*)?", '', rest)
-            entry.update({'code': int(match.group(2)), 'bus_id': _bus(match.group(1)),
+            entry.update({'code': int(match.group(3)), 'bus_id': _bus(match.group(1)),
+                          'gpu_instance': int(match.group(2)) if match.group(2) else None,
                           'pid': int(pid.group(1)) if pid and pid.group(1) else None,
                           'process': name.group(1).strip() if name and name.group(1).strip() != '<unknown>' else None,
                           'message': detail.strip()})

@@ -19,6 +19,7 @@ import math
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi as dcgmi_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import counter_deltas
 
 _ROW = re.compile(r'^\s*\d+\s+\d+\s')
@@ -294,11 +295,39 @@ def dcgmi(result, subject, peer):
         elif test.get('all_gpus') and status != 'healthy':
             entry['as_printed'] += ' on all GPUs'
         entries.append(entry)
+    not_run = _level_not_run(result)
+    if not_run and not _error_of(result):
+        entries.append(_dcgmi_level_entry(result, subject, peer, not_run))
     if not entries and _error_of(result):
         entry = _base('dcgmi', subject, 'dcgmi_diag', peer, result)
         entry['error'] = _error_of(result)
         entries.append(entry)
     return entries
+
+
+def _level_not_run(result):
+    """Why the dcgmi run did not run its level: the module's word, else read from the parsed result itself."""
+    if result.get('level_not_run'):
+        return result['level_not_run']
+    if result.get('tests'):
+        return dcgmi_parser.level_not_run(result)
+    return None
+
+
+def _dcgmi_level_entry(result, subject, peer, reason):
+    """An unknown figure for the level itself: its hardware tests did not run, so the level proves nothing (ours to fix)."""
+    level = result.get('level')
+    entry = _base('dcgmi', 'level %s' % level if level is not None else (subject or 'dcgmi diag'), 'dcgmi_diag', peer, result)
+    entry['id'] = 'dcgmi_diag:level'
+    entry['error'] = 'dcgmi diag%s did not run its level: %s' % (' -r %s' % level if level is not None else '', reason)
+    entry['error_class'] = 'diag_level_not_run'
+    entry['error_side'] = 'ours'
+    skipped = result.get('hardware_tests_skipped') or []
+    what = 'skipped: %s' % ', '.join(skipped) if skipped else 'no hardware test in the output'
+    entry['as_printed'] = 'level %s: %s' % (level if level is not None else '?', what)
+    entry['verbatim'] = [line.rstrip() for line in (result.get('stdout') or '').splitlines()
+                         if any(name in line for name in skipped) and 'Skip' in line][:12]
+    return entry
 
 
 def _box_of(run, end):

@@ -31,7 +31,9 @@ _COLLECTIVE = re.compile(r'^#\s*Collective test (?:starting|concluded):\s*(\S+)'
 _NCCL_VERSION = re.compile(r'NCCL version\s+(\d+\.\d+\.\d+\S*)')
 _AVG = re.compile(r'^#\s*Avg bus bandwidth\s*:\s*([0-9.]+(?:[eE][-+]?\d+)?)')
 _OOB = re.compile(r'^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S+)?')
-_BINARY = re.compile(r'(?:^|[\s/])([A-Za-z0-9_]+_perf)(?:\s|$)')
+# A test binary as built (all_reduce_perf) or with the NAME_SUFFIX of an MPI build (all_reduce_perf_mpi, alltoall_perf.mpi).
+_BINARY = re.compile(r'(?:^|[\s/=`\'"])((?:[A-Za-z0-9]{1,32}_){1,4}perf)((?:[_.-][A-Za-z0-9]{1,16}){0,3})(?=[\s`\'";&|)]|$)')
+_LAUNCHER = re.compile(r'\b(?:mpirun|mpiexec|srun|orterun|prterun|torchrun)\b')
 _NET_IB_USING = re.compile(r'NCCL INFO NET/IB\s*:\s*Using\s+(.*)$')
 _NET_SOCKET_USING = re.compile(r'NCCL INFO NET/Socket\s*:\s*Using\s+(.*)$')
 _IB_DEVICE = re.compile(r'\[(\d+)\]([A-Za-z0-9_.-]+):(\d+)/([A-Za-z]+)')
@@ -48,11 +50,16 @@ _INT = re.compile(r'^-?\d+$')
 _FLOAT = re.compile(r'^-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?$')
 
 # Header tokens as the columns they name.
+# nccl-tests 2.17+ may print "cputime" for the time column (-C), per-iteration columns (i_min, i_max, i_p99, i_cv%) after
+# each side's #wrong, and a trailing "timestamp" column (a date and a time, two tokens).
 _COLUMN_NAMES = {
     'size': 'size', 'count': 'count', 'type': 'type', 'redop': 'redop', 'root': 'root',
-    'time': 'time', 'algbw': 'algbw', 'busbw': 'busbw', '#wrong': 'wrong', 'wrong': 'wrong', 'error': 'error',
+    'time': 'time', 'cputime': 'time', 'algbw': 'algbw', 'busbw': 'busbw', '#wrong': 'wrong', 'wrong': 'wrong', 'error': 'error',
+    'i_min': 'i_min', 'i_max': 'i_max', 'i_p99': 'i_p99', 'i_cv%': 'i_cv', 'timestamp': 'timestamp',
 }
-_METRICS = ('time', 'algbw', 'busbw', 'wrong', 'error')
+_METRICS = ('time', 'algbw', 'busbw', 'wrong', 'error', 'i_min', 'i_max', 'i_p99', 'i_cv')
+_PER_ITERATION = ('i_min', 'i_max', 'i_p99', 'i_cv')
+_TIMESTAMP = re.compile(r'^\d{4}-\d\d-\d\d$')
 # The current layout, for rows whose table header is not in the text (an excerpt cut above it).
 _DEFAULT_COLUMNS = [('size', None), ('count', None), ('type', None), ('redop', None), ('root', None),
                     ('time', 'oop'), ('algbw', 'oop'), ('busbw', 'oop'), ('wrong', 'oop'),
@@ -127,6 +134,8 @@ def _table_columns(line, label_line):
 
 def _parse_row(tokens, columns):
     """A table row as a dict, or None when it does not fit the columns (a cut or foreign line)."""
+    if columns and columns[-1][0] == 'timestamp' and len(tokens) == len(columns) + 1 and _TIMESTAMP.match(tokens[-2]):
+        tokens = tokens[:-2] + ['%s %s' % (tokens[-2], tokens[-1])]
     if len(tokens) != len(columns):
         return None
     row = {
@@ -135,9 +144,12 @@ def _parse_row(tokens, columns):
         'ip_time_us': None, 'ip_algbw_gbs': None, 'ip_busbw_gbs': None, 'ip_wrong': None, 'ip_error': None,
         'wrong': None, 'error_flagged': False, 'valid': True,
     }
-    suffix = {'time': 'time_us', 'algbw': 'algbw_gbs', 'busbw': 'busbw_gbs', 'wrong': 'wrong', 'error': 'error'}
+    suffix = {'time': 'time_us', 'algbw': 'algbw_gbs', 'busbw': 'busbw_gbs', 'wrong': 'wrong', 'error': 'error',
+              'i_min': 'i_min_us', 'i_max': 'i_max_us', 'i_p99': 'i_p99_us', 'i_cv': 'i_cv_pct'}
     for token, (name, placement) in zip(tokens, columns):
-        if name in ('size', 'count'):
+        if name == 'timestamp':
+            row['timestamp'] = token
+        elif name in ('size', 'count'):
             if not _INT.match(token):
                 return None
             row['size_bytes' if name == 'size' else 'count'] = int(token)
@@ -179,7 +191,9 @@ def _strip_prefix(line):
 def parse_nccl_tests(text):
     """nccl-tests ``*_perf`` output -> rows, bus bandwidth, transport (IB/Socket), GDR, ranks and errors.
 
-    Returns {test, nccl_tests_version, nccl_version, rows: [...], avg_busbw_gbs, out_of_bounds, transport, gdr, network,
+    ``test`` is the collective's binary without the suffix of an MPI build (``all_reduce_perf`` for
+    ``all_reduce_perf_mpi``), from the "Collective test starting" line or the command line; ``binary`` is the name as
+    printed.  Returns {test, binary, nccl_tests_version, nccl_version, rows: [...], avg_busbw_gbs, out_of_bounds, transport, gdr, network,
     transports_seen, ranks: [...], net_devices, ib_hcas, socket_ifaces, channels, multiple_jobs, jobs: [...], errors: [...],
     truncated, invalid_rows}.  A figure that is not finite or is negative (``1e309`` busbw) is dropped (None) and its
     row has ``valid`` False; ``invalid_rows`` counts them, and an unusable average leaves ``truncated`` True.
@@ -197,6 +211,7 @@ def parse_nccl_tests(text):
     library_code = None
     test = None
     binary = None
+    command_test = None
     net_devices = []
     ib_hcas = []
     socket_ifaces = []
@@ -242,7 +257,9 @@ def parse_nccl_tests(text):
         match = _COLLECTIVE.match(stripped)
         if match:
             recognised = True
-            test = test or match.group(1)
+            named = _BINARY.match(match.group(1))
+            test = test or (named.group(1) if named else match.group(1))
+            binary = binary or match.group(1)
             continue
         match = _RANK.match(stripped)
         if match:
@@ -341,10 +358,12 @@ def parse_nccl_tests(text):
             if match:
                 gdr_evidence.append(match.group(1) == '1')
             continue
-        if binary is None and ('mpirun' in stripped or '$' in stripped or stripped.startswith('./')
-                               or first_token.rsplit('/', 1)[-1].endswith('_perf')):
+        if binary is None and (_LAUNCHER.search(stripped) or '$' in stripped or stripped.startswith('./')
+                               or _BINARY.match(first_token.rsplit('/', 1)[-1])):
             match = _BINARY.search(stripped)
-            binary = match.group(1) if match else None
+            if match:
+                binary = match.group(1) + match.group(2)
+                command_test = match.group(1)
         previous = stripped
 
     if not recognised:
@@ -393,7 +412,8 @@ def parse_nccl_tests(text):
     first_job = jobs[0] if jobs else _new_job()
     truncated = partial_rows > 0 or (columns is not None and first_job['avg_busbw_gbs'] is None)
     return {
-        'test': test or binary,
+        'test': test or command_test,
+        'binary': binary,
         'nccl_tests_version': tests_version,
         'nccl_version': nccl_versions[0] if nccl_versions else library_version,
         'rows': None if multiple_jobs else first_job['rows'],

@@ -97,8 +97,11 @@ def _ecc_scope(counters):
     scope = dict((name, None) for name in _ECC_STANDARD)
     scope.update(counters)
     if scope.get('sram_uncorrectable') is None:
-        scope['sram_uncorrectable'] = _sum_known([counters.get('sram_uncorrectable_parity'),
-                                                  counters.get('sram_uncorrectable_sec_ded')])
+        # -q prints "SRAM Uncorrectable SEC-DED" (sec_ded); the XML of R550+ drivers spells it sram_uncorrectable_secded.
+        sec_ded = counters.get('sram_uncorrectable_sec_ded')
+        if sec_ded is None:
+            sec_ded = counters.get('sram_uncorrectable_secded')
+        scope['sram_uncorrectable'] = _sum_known([counters.get('sram_uncorrectable_parity'), sec_ded])
     if scope.get('single_bit') is None:
         scope['single_bit'] = counters.get('single_bit_total')
     if scope.get('double_bit') is None:

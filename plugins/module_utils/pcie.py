@@ -13,7 +13,10 @@
   (not a faulty NIC) and an idle GPU at 2.5GT/s is ``idle_downtrained``.
 
 Speeds are GT/s as floats, widths are lane counts as ints; anything that
-cannot be read is None (unknown), never assumed healthy.  No Ansible import.
+cannot be read is None (unknown), never assumed healthy.  An SR-IOV virtual
+function has no link of its own (lspci prints "Speed unknown (downgraded),
+Width x0 (downgraded)" for it, sysfs "Unknown" and 0): it is recognised
+(``virtual_function``) and never judged as a link.  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -52,6 +55,17 @@ _WIDTH_RE = re.compile(r'Width\s+x([0-9]+)' + _ANNOTATION)
 _LNKCAP_RE = re.compile(r'^\s*LnkCap:\s*(.*)$')
 _LNKSTA_RE = re.compile(r'^\s*LnkSta:\s*(.*)$')
 _LNKCAP2_RE = re.compile(r'^\s*LnkCap2:\s*Supported Link Speeds:\s*([^,]*)')
+_SRIOV_COUNTS_RE = re.compile(r'Initial VFs:\s*(\d+),\s*Total VFs:\s*(\d+),\s*Number of VFs:\s*(\d+)')
+_VIRTUAL_FUNCTION_RE = re.compile(r'Virtual Function|\bVF\b')
+# Device IDs of SR-IOV virtual functions, for lspci -n output and trees without a physfn link (vendor:device).
+VF_DEVICE_IDS = frozenset((
+    # Mellanox/NVIDIA: ConnectX-2, ConnectX-3 (Pro), Connect-IB, ConnectX-4, -4 Lx, -5, -5 Ex, -6, mlx5Gen (ConnectX-6 Dx and later)
+    '15b3:1002', '15b3:1004', '15b3:1012', '15b3:1014', '15b3:1016', '15b3:1018', '15b3:101a', '15b3:101c', '15b3:101e',
+    # Intel: 82576, 82599, X540, X550, XL710, XL710 (Hyper-V), X722, Ethernet Adaptive Virtual Function (iavf)
+    '8086:10ca', '8086:10ed', '8086:1515', '8086:1565', '8086:154c', '8086:1571', '8086:37cd', '8086:1889',
+    # Broadcom: BCM57810 (bnx2x), NetXtreme-E Ethernet and RDMA, BCM5750X Ethernet and RDMA
+    '14e4:16af', '14e4:16dc', '14e4:16c1', '14e4:1806', '14e4:1807',
+))
 _EXPRESS_RE = re.compile(r'^\s*Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\(v\d+\)\s*)?([^,(\s](?:[^,(]{0,62}[^,(\s])?)\s*(?:\(|,|$)')
 
 
@@ -112,7 +126,13 @@ def _supported_speeds(text):
 
 
 def _compare(annotation, status_value, cap_value):
-    """downgraded? from lspci's own annotation, else by comparing status with capability."""
+    """downgraded? from lspci's own annotation, else by comparing status with capability.
+
+    An unknown status ("Speed unknown", "Width x0": a function with no trained link of its own, such as an SR-IOV VF,
+    or a link that is down) is None whatever lspci annotates it with: nothing was measured below the capability.
+    """
+    if status_value is None:
+        return None
     if annotation == 'downgraded':
         return True
     if annotation in ('ok', 'strange'):
@@ -129,7 +149,8 @@ def _new_device(bdf, rest):
         'lnkcap_speed_gts': None, 'lnkcap_width': None, 'lnksta_speed_gts': None, 'lnksta_width': None,
         'downgraded': None, 'speed_downgraded': None, 'width_downgraded': None,
         'lnkcap2_speeds': None, 'numa_node': None, 'kernel_driver': None,
-        '_speed_note': None, '_width_note': None, '_has_lnk': False,
+        'virtual_function': None, 'sriov': None,
+        '_speed_note': None, '_width_note': None, '_has_lnk': False, '_virtual_regions': 0, '_regions': 0,
     }
     if rest:
         rest = rest.strip()
@@ -192,12 +213,41 @@ def _feed(device, line):
         device['kernel_driver'] = stripped[len('Kernel driver in use:'):].strip() or None
     elif stripped.startswith('Capabilities:') and '<access denied>' in stripped:
         device['capabilities_readable'] = False
+    elif stripped.startswith('Region ') and ' at ' in stripped:
+        device['_regions'] += 1
+        if '[virtual]' in stripped:
+            device['_virtual_regions'] += 1
+    elif 'Single Root I/O Virtualization' in stripped:
+        device['sriov'] = {'initial_vfs': None, 'total_vfs': None, 'num_vfs': None}
+    elif device['sriov'] is not None and stripped.startswith('Initial VFs:'):
+        counts = _SRIOV_COUNTS_RE.search(stripped)
+        if counts:
+            device['sriov'] = {'initial_vfs': int(counts.group(1)), 'total_vfs': int(counts.group(2)), 'num_vfs': int(counts.group(3))}
+
+
+def _is_virtual_function(device, regions, virtual_regions):
+    """True for an SR-IOV VF (its name, its device ID, or only lspci's "[virtual]" BARs on an endpoint), False for a
+    device whose header was read and shows none of that, None for a fragment without a header."""
+    if device['bdf'] is None and device['description'] is None:
+        return None
+    if device['description'] and _VIRTUAL_FUNCTION_RE.search(device['description']):
+        return True
+    if device['vendor_device'] in VF_DEVICE_IDS:
+        return True
+    # A VF's BARs live in its PF's SR-IOV capability, so lspci marks every one of them "[virtual]".
+    if regions and virtual_regions == regions and device['sriov'] is None and (device['port_type'] or '').startswith('Endpoint'):
+        return True
+    return False
 
 
 def _finish(device):
     speed_down = _compare(device.pop('_speed_note'), device['lnksta_speed_gts'], device['lnkcap_speed_gts'])
     width_down = _compare(device.pop('_width_note'), device['lnksta_width'], device['lnkcap_width'])
     device.pop('_has_lnk')
+    device['virtual_function'] = _is_virtual_function(device, device.pop('_regions'), device.pop('_virtual_regions'))
+    if device['virtual_function']:
+        # A VF has no link of its own: whatever its LnkSta reads (zeros, or a copy of its PF's), it is not graded.
+        speed_down = width_down = None
     device['speed_downgraded'] = speed_down
     device['width_downgraded'] = width_down
     if speed_down or width_down:
@@ -216,8 +266,12 @@ def parse_lspci(text):
     Speeds are GT/s floats, widths ints (x16 -> 16); ``Speed unknown`` and
     ``Width x0`` are None.  ``downgraded`` comes from lspci's own
     ``(downgraded)``/``(ok)`` annotations when printed, else from comparing
-    LnkSta with LnkCap; it is None when either side is unknown and for
-    devices without a PCI Express capability.  Text without a device header
+    LnkSta with LnkCap; it is None when either side is unknown (whatever the
+    annotation says), for devices without a PCI Express capability and for
+    SR-IOV virtual functions.  ``virtual_function`` is True for a VF ("Virtual
+    Function" in its name, a known VF device ID, or only "[virtual]" BARs on
+    an endpoint), False for another device, None for a fragment without a
+    header; ``sriov`` is a PF's {initial_vfs, total_vfs, num_vfs}, else None.  Text without a device header
     line (LnkCap/LnkSta lines from a grep) is one device with ``bdf: None``.
     Empty text (``lspci -s`` of an absent device) gives no devices.
     """
@@ -323,8 +377,27 @@ def _driver(path):
     return None
 
 
+def _physfn(path):
+    """The PCI address of the physical function of an SR-IOV VF (its ``physfn`` link), else None."""
+    link = os.path.join(path, 'physfn')
+    if os.path.islink(link):
+        try:
+            return normalize_bdf(os.path.basename(os.readlink(link)))
+        except OSError:
+            return None
+    return None
+
+
 def read_link_at(path, bdf=None):
-    """Link facts of the PCI device whose sysfs directory is ``path``."""
+    """Link facts of the PCI device whose sysfs directory is ``path``.
+
+    ``physfn`` is the PF of an SR-IOV virtual function (its sysfs ``physfn`` link) and ``virtual_function`` True for
+    a VF (that link, or a known VF device ID), False otherwise; ``sriov_numvfs`` is a PF's enabled VF count.
+    """
+    physfn = _physfn(path)
+    vendor = _hex(_read(os.path.join(path, 'vendor')))
+    device = _hex(_read(os.path.join(path, 'device')))
+    ids = '%s:%s' % (vendor[2:], device[2:]) if vendor and device else None
     return {
         'bdf': bdf or os.path.basename(os.path.normpath(path)),
         'current_speed_gts': speed_gts(_read(os.path.join(path, 'current_link_speed'))),
@@ -333,9 +406,12 @@ def read_link_at(path, bdf=None):
         'max_width': link_width(_read(os.path.join(path, 'max_link_width'))),
         'numa_node': _int(_read(os.path.join(path, 'numa_node'))),
         'class': _hex(_read(os.path.join(path, 'class'))),
-        'vendor': _hex(_read(os.path.join(path, 'vendor'))),
-        'device': _hex(_read(os.path.join(path, 'device'))),
+        'vendor': vendor,
+        'device': device,
         'driver': _driver(path),
+        'physfn': physfn,
+        'virtual_function': bool(physfn) or ids in VF_DEVICE_IDS,
+        'sriov_numvfs': _int(_read(os.path.join(path, 'sriov_numvfs'))),
     }
 
 
@@ -386,7 +462,7 @@ def read_pci_devices(sysfs_root, classes, vendors=None):
     """PCI devices whose class starts with one of ``classes`` ('0x0200', '0x0207', '0x0302', ...).
 
     ``vendors`` (optional) maps a class prefix to the vendor IDs kept for it,
-    for example {'0x0302': ['0x10de']}.  Returns [{bdf, class, vendor, device, kind}] sorted by BDF.
+    for example {'0x0302': ['0x10de']}.  Returns [{bdf, class, vendor, device, kind, virtual_function}] sorted by BDF.
     """
     base = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
     paths = []
@@ -406,8 +482,10 @@ def read_pci_devices(sysfs_root, classes, vendors=None):
         allowed = [value for key, value in vendors.items() if pci_class.startswith(key)]
         if allowed and not any(vendor in value for value in allowed):
             continue
-        found[bdf] = {'bdf': bdf, 'class': pci_class, 'vendor': vendor,
-                      'device': _hex(_read(os.path.join(path, 'device'))), 'kind': classify_kind(pci_class)}
+        device = _hex(_read(os.path.join(path, 'device')))
+        ids = '%s:%s' % (vendor[2:], device[2:]) if vendor and device else None
+        found[bdf] = {'bdf': bdf, 'class': pci_class, 'vendor': vendor, 'device': device, 'kind': classify_kind(pci_class),
+                      'virtual_function': bool(_physfn(path)) or ids in VF_DEVICE_IDS}
     return [found[bdf] for bdf in sorted(found)]
 
 
@@ -449,9 +527,15 @@ def assess_link(device_link, upstream_hops, is_gpu=False):
       link runs below what the path needs);
     * ``idle_downtrained``: a GPU below its speed at full width; GPUs drop to
       2.5GT/s at idle by design, so re-check under load before calling it a fault;
+    * ``virtual_function``: an SR-IOV VF; it has no link of its own (its PF
+      carries it), so it is not judged at all;
     * ``unknown``: a fact needed to judge is missing.
     """
     device_link = device_link or {}
+    if device_link.get('virtual_function'):
+        return {'expected_speed_gts': None, 'expected_width': None, 'bottleneck': None, 'status': 'virtual_function',
+                'reason': 'SR-IOV virtual function%s: it has no PCIe link of its own (its physical function carries it), '
+                          'so it is not judged as a link' % (' of %s' % device_link['physfn'] if device_link.get('physfn') else '')}
     hops = list(upstream_hops or [])
     cur_speed = device_link.get('current_speed_gts')
     cur_width = device_link.get('current_width')

@@ -84,6 +84,15 @@ _FIELD = re.compile(r'(?:^|\s)(?P<key>[A-Za-z][\w.*()\-]{0,40}(?: [\w.*()\-]{1,4
 _NUMBER = re.compile(r'^-?(?:\d+(?:\.\d*)?|\.\d+|nan|inf)$', re.IGNORECASE)
 _WELL_FORMED = re.compile(r'^\d{1,20}(?:\.\d{1,20})?$')
 _CMDLINE = re.compile(r'\bib_(?:send|write|read|atomic)_(?:bw|lat)\b')
+# "Server:", "# client", "[server side]", "client output:" ... a label an operator typed above a pasted side.
+_SIDE_LABEL = re.compile(r'^[\s#>*\[(=-]{0,8}(server|client)(?:\s+side)?(?:\s+output)?\s*[\]):]?(?:\s|$)', re.IGNORECASE)
+# perftest's short options that take no value; any other short option takes the next token as its value.
+_FLAGS_WITHOUT_VALUE = frozenset('abeFhHNORVzUCgPZ')
+# Long options that take their value as the next token (most are written --name=value or are flags).
+_LONG_WITH_VALUE = frozenset(('--port', '--ib-dev', '--ib-port', '--size', '--duration', '--iters', '--tx-depth', '--rx-depth',
+                              '--qp', '--gid-index', '--mtu', '--connection', '--sl', '--cq-mod', '--inline_size', '--source_ip',
+                              '--dest_ip', '--source_port', '--dest_port', '--tclass', '--flow_label', '--margin'))
+_SHELL_END = re.compile(r'^(?:&&?|\|\|?|;|\d?>>?\S*|<\S*|2>&1)$')
 _GPU_NAME = re.compile(r'^\[pid = \d+, dev = (?P<index>\d+)\] device name = \[(?P<name>[^\]]*)\]')
 _CUDA_SEEN = re.compile(r'^(?:initializing CUDA|cuMemAlloc\(\) of a|allocated GPU buffer|Picking (?:device No\.|GPU number))')
 
@@ -194,9 +203,49 @@ def _title(line):
     return title if _TITLE_WORD.search(title) else None
 
 
-def _new_section(title):
+def _new_section(title, declared=None):
     return {'title': title, 'header': {}, 'fields': {}, 'table': None, 'results': [], 'closed': False,
-            'server_banner': False}
+            'server_banner': False, 'declared_side': declared, 'side': None}
+
+
+def _command_side(line):
+    """'server' or 'client' from a perftest command line: the client names its server (a host operand), the server does not.
+
+    ``-Z``/``--server`` and ``-P``/``--client`` say it outright; tokens before the binary (sudo, taskset -c N, a prompt)
+    are skipped, and shell punctuation ends the command.
+    """
+    tokens = line.split()
+    # The last mention is the binary itself ("INFO: run ib_write_bw server on host: sudo ib_write_bw -d mlx5_3 ...").
+    start = next((index for index in range(len(tokens) - 1, -1, -1) if _CMDLINE.search(tokens[index])), None)
+    if start is None:
+        return None
+    operands = []
+    index = start + 1
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if _SHELL_END.match(token):
+            break
+        if token in ('-Z', '--server'):
+            return 'server'
+        if token in ('-P', '--client'):
+            return 'client'
+        if token.startswith('--'):
+            if '=' not in token and token in _LONG_WITH_VALUE:
+                index += 1
+            continue
+        if token.startswith('-') and len(token) > 1:
+            if len(token) == 2 and token[1] not in _FLAGS_WITHOUT_VALUE:
+                index += 1
+            continue
+        operands.append(token)
+    return 'client' if operands else 'server'
+
+
+def _label_side(line):
+    """'server' or 'client' when the line starts with a label an operator typed above one side's output, else None."""
+    match = _SIDE_LABEL.match(line)
+    return match.group(1).lower() if match else None
 
 
 def _parse_row(tokens, table, not_measured):
@@ -230,11 +279,28 @@ def _classify(lines):
 
 
 def _side(section):
+    """The side a section shows: the server's banner, else what its label or command line declared, else (one-way tests
+    only) the client's TX depth line; None when nothing tells."""
     if section['server_banner']:
         return 'server'
+    if section['declared_side']:
+        return section['declared_side']
     if section['title'] and 'Bidirectional' not in section['title'] and 'tx_depth' in section['fields']:
         return 'client'
     return None
+
+
+def _resolve_sides(sections):
+    """Each section's side; a capture pasting both sides one after the other (a bidirectional run prints the same header on
+    both) leaves one side untold: when every other section with results is the server, that one is the client (and the
+    reverse)."""
+    for section in sections:
+        section['side'] = _side(section)
+    with_results = [section for section in sections if section['results']]
+    untold = [section for section in with_results if section['side'] is None]
+    told = set(section['side'] for section in with_results if section['side'])
+    if len(untold) == 1 and len(told) == 1:
+        untold[0]['side'] = 'client' if told == {'server'} else 'server'
 
 
 @tool_parser(TOOL, keep_command=True)
@@ -246,6 +312,10 @@ def parse_perftest(text):
     ``results`` are the rows of the client's table (or of the only table);
     ``sections`` keeps every header/table found, so a capture holding the
     server's and the client's output side by side is not double counted.
+    A section's side comes from the server's "Waiting for client" banner, a
+    label or command line above it (the client's names its server), the
+    one-way client's TX depth line, or, for two pasted sides of which one is
+    told, from the other; ``side`` is None when nothing tells.
     Missing numbers are None.  Raises ParseError when the text holds neither a
     perftest header or table nor a recognised perftest error.
     """
@@ -264,11 +334,14 @@ def parse_perftest(text):
     not_measured = False
     current = None
     state = None  # 'header', 'table' or None
+    pending_side = None  # what a label or command line says of the next section
     for line in lines:
         stripped = line.strip()
         if not stripped:
             continue
+        label = _label_side(stripped) if len(stripped) <= 400 else None
         if _CMDLINE.search(stripped) and re.search(r'(?:^|\s)-[a-zA-Z]|\s--\w', stripped):
+            pending_side = label or _command_side(stripped)
             duration = re.search(r'(?:^|\s)(?:-D\s*|--duration[= ])(\d+)\b', stripped)
             iters = re.search(r'(?:^|\s)(?:-n\s*|--iters[= ])(\d+)\b', stripped)
             if duration and duration_s is None:
@@ -277,6 +350,9 @@ def parse_perftest(text):
                 cmd_iterations = int(iters.group(1))
             if '--use_cuda' in stripped:
                 use_cuda = True
+            continue
+        if label and len(stripped) <= 64 and not _title(line):
+            pending_side = label
             continue
         if _BANNER.search(stripped):
             banner_seen = True
@@ -301,9 +377,10 @@ def parse_perftest(text):
             continue
         title = _title(line)
         if title and ':' not in line:
-            current = _new_section(title)
+            current = _new_section(title, pending_side)
             current['server_banner'] = banner_pending
             banner_pending = False
+            pending_side = None
             sections.append(current)
             state = 'header'
             continue
@@ -315,7 +392,8 @@ def parse_perftest(text):
         columns = _table_columns(line)
         if columns is not None:
             if current is None or current['table'] is not None and current['results']:
-                current = _new_section(None)
+                current = _new_section(None, pending_side)
+                pending_side = None
                 sections.append(current)
             current['table'] = columns
             state = 'table'
@@ -334,6 +412,7 @@ def parse_perftest(text):
 
     for section in sections:
         _settle_peaks(section, not_measured)
+    _resolve_sides(sections)
     error_class, error_lines = _classify(lines)
     has_table = any(section['table'] or section['title'] for section in sections)
     if error_class is None:
@@ -385,7 +464,7 @@ def parse_perftest(text):
         'bidirectional': ('Bidirectional' in title) if title else None,
         'bw_peak_measured': (False if primary and primary.get('peak_not_measured') else None),
         'header': dict(primary['header']) if primary else {},
-        'side': _side(primary) if primary else None,
+        'side': primary['side'] if primary else None,
         'waiting_for_client': banner_seen,
         'warnings': warnings,
         'complete': (bool(results) and error_class is None and primary['closed']
@@ -412,7 +491,7 @@ def _primary(sections):
     if not with_results:
         return sections[0] if sections else None
     for section in with_results:
-        if _side(section) == 'client':
+        if section['side'] == 'client':
             return section
     return with_results[0]
 
@@ -421,7 +500,7 @@ def _section_summary(section):
     table = section['table']
     return {
         'test': section['title'],
-        'side': _side(section),
+        'side': section['side'],
         'device': section['fields'].get('device'),
         'bw_unit': table['unit'] if table and table['kind'] == 'bw' else None,
         'results': section['results'],

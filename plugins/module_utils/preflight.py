@@ -191,6 +191,12 @@ def _lspci_verbatim(device):
     return (['$ %s' % lspci['cmd']] if lspci.get('cmd') else []) + lines
 
 
+def is_virtual_function(device):
+    """True when pcie_info says the device is an SR-IOV VF: its assessment, its sysfs facts or its lspci block."""
+    return ((device.get('assessment') or {}).get('status') == 'virtual_function' or bool((device.get('link') or {}).get('virtual_function'))
+            or bool((device.get('lspci') or {}).get('virtual_function')))
+
+
 def check_pcie(pcie, profile, rdma=None):
     findings = []
     alternatives = (profile.get('pcie') or {}).get('nic') or []
@@ -200,7 +206,8 @@ def check_pcie(pcie, profile, rdma=None):
         if info.get('pci_address'):
             names.setdefault(str(info['pci_address']).lower(), name)
     for device in (pcie or {}).get('devices') or []:
-        if device.get('kind') != 'nic':
+        if device.get('kind') != 'nic' or is_virtual_function(device):
+            # An SR-IOV VF has no link of its own (lspci: "Speed unknown (downgraded), Width x0"): never graded as one.
             continue
         link = device.get('link') or {}
         assessment = device.get('assessment') or {}

@@ -88,6 +88,10 @@ OUR_SIDE_FIXES = {
     'parse_error': 'the tool\'s output could not be read: keep the raw output from the evidence bundle and report it against the parser',
     'not_measured': 'the test plan expected this figure but no test produced it: check the tier_tests run log',
     'transport_unknown': 'run nccl-tests with NCCL_DEBUG=INFO so the log names NET/IB or NET/Socket',
+    # dcgmi diag -r N where only the software checks ran: the level could not run, which proves nothing about the GPUs.
+    'diag_level_not_run': 'the dcgmi level could not run (its hardware and stress tests were all skipped): install the DCGM '
+                          'release and diag package that support these GPUs, free the GPUs (no other process, persistence mode on) '
+                          'and re-run the tier\'s dcgmi level',
     # The plan knew up front (its reason says why): nothing to fix in the run itself.
     'not_measurable': 'the test plan could not include it; resolve the reason given, then re-run',
 }

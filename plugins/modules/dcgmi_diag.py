@@ -77,7 +77,31 @@ level:
   returned: always
   type: int
 overall:
-  description: C(fail) if any test failed, else C(warn), C(pass) or C(skip); null when there are no results or the output was cut.
+  description:
+    - C(fail) if any test failed, else C(warn), C(pass) or C(skip); null when there are no results or the output was cut.
+    - C(skip), never C(pass), when only the software checks ran and every hardware and stress test was skipped.
+  returned: success
+  type: str
+hardware_ran:
+  description:
+    - True when a hardware, integration or stress test passed, warned or failed; false when every one listed was skipped;
+      null when the output lists none (level 1).
+  returned: success
+  type: bool
+hardware_tests_run:
+  description: Names of the hardware, integration and stress tests that ran.
+  returned: success
+  type: list
+  elements: str
+hardware_tests_skipped:
+  description: Names of the hardware, integration and stress tests that were skipped or not run.
+  returned: success
+  type: list
+  elements: str
+level_not_run:
+  description:
+    - Why the level asked for did not run (a level of 2 or more whose hardware and stress tests were all skipped, or
+      absent), null when it ran. The verdict grades such a run C(unknown) (the level could not run), never healthy.
   returned: success
   type: str
 tests:
@@ -215,6 +239,9 @@ def main():
         runner.fail(result, reason='exited with rc=%s and gave output that could not be parsed (%s)' % (result.rc, exc), level=level,
                     error_class='parse_error')
     parsed['level'] = level
+    parsed['level_not_run'] = dcgmi.level_not_run(parsed, level)
+    if parsed['level_not_run']:
+        module.warn('%s: `%s`: level %d did not run: %s' % (hostname(), result.cmd, level, parsed['level_not_run']))
     fields = dict(parsed, cmd=result.cmd, rc=result.rc, stdout=result.stdout, stderr=result.stderr)
     overall = parsed['overall']
     should_fail = (params['fail_on'] == 'fail' and overall == 'fail') or \

@@ -19,6 +19,9 @@ description:
     because GPUs train their link down at idle by design.
   - By default it inspects every NVIDIA/Mellanox network adapter (vendor C(0x15b3), Ethernet or InfiniBand class) and
     every NVIDIA GPU (vendor C(0x10de), VGA or 3D class). Hosts without such hardware return empty lists, not an error.
+  - SR-IOV virtual functions (a C(physfn) link in sysfs, or a known VF device ID) have no PCIe link of their own; discovery
+    lists them under RV(virtual_functions) and does not inspect them, and a VF named in O(devices) is assessed
+    C(virtual_function), never judged as a link.
   - With O(lspci=true) it also runs C(lspci -vvv -s BDF) per device and returns the parsed LnkCap/LnkSta lines.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -92,6 +95,8 @@ devices:
       description:
         - Link facts from sysfs, C(current_speed_gts), C(max_speed_gts), C(current_width), C(max_width), C(numa_node),
           C(class), C(vendor), C(device), C(driver); null where the kernel exposes nothing (virtual devices).
+        - C(physfn) (the PF of an SR-IOV VF, else null), C(virtual_function) (true for a VF) and C(sriov_numvfs) (a PF's
+          enabled VFs).
       type: dict
       sample: {"bdf": "0000:1a:00.0", "current_speed_gts": 32.0, "max_speed_gts": 32.0, "current_width": 16, "max_width": 16,
                "numa_node": 0, "class": "0x020000", "vendor": "0x15b3", "device": "0x1021", "driver": "mlx5_core"}
@@ -103,7 +108,8 @@ devices:
       description:
         - C(expected_speed_gts) and C(expected_width) (the least capable of the device and its upstream hops),
           C(bottleneck) (C(device), C(slot), C(upstream:<bdf>) or null), C(status) and a plain-text C(reason).
-        - C(status) is C(ok), C(degraded), C(slot_limited), C(idle_downtrained) or C(unknown).
+        - C(status) is C(ok), C(degraded), C(slot_limited), C(idle_downtrained), C(virtual_function) (an SR-IOV VF, not
+          judged) or C(unknown).
       type: dict
       sample: {"expected_speed_gts": 16.0, "expected_width": 16, "bottleneck": "slot", "status": "slot_limited",
                "reason": "device can do 32.0 GT/s (Gen5) x16 but its slot 0000:00:01.0 only 16.0 GT/s (Gen4) x16 ..."}
@@ -126,6 +132,11 @@ slot_limited:
   elements: str
 unknown:
   description: Addresses of devices whose link could not be judged (missing link facts).
+  returned: always
+  type: list
+  elements: str
+virtual_functions:
+  description: Addresses of the SR-IOV virtual functions found or named; they have no link of their own and are never judged.
   returned: always
   type: list
   elements: str

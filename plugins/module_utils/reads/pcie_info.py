@@ -22,6 +22,7 @@ LSPCI_TIMEOUT = 60
 
 
 def _discover(sysfs_root, all_network_devices):
+    """(the devices to inspect, the SR-IOV virtual functions found): a VF has no link of its own, so it is not inspected."""
     vendors = {pcie.CLASS_VGA: [pcie.VENDOR_NVIDIA], pcie.CLASS_3D: [pcie.VENDOR_NVIDIA]}
     if all_network_devices:
         classes = [pcie.CLASS_NETWORK] + list(pcie.GPU_CLASSES)
@@ -29,7 +30,9 @@ def _discover(sysfs_root, all_network_devices):
         classes = list(pcie.NIC_CLASSES) + list(pcie.GPU_CLASSES)
         vendors[pcie.CLASS_ETHERNET] = [pcie.VENDOR_MELLANOX, pcie.VENDOR_NVIDIA]
         vendors[pcie.CLASS_INFINIBAND] = [pcie.VENDOR_MELLANOX, pcie.VENDOR_NVIDIA]
-    return [entry['bdf'] for entry in pcie.read_pci_devices(sysfs_root, classes, vendors)]
+    found = pcie.read_pci_devices(sysfs_root, classes, vendors)
+    return ([entry['bdf'] for entry in found if not entry['virtual_function']],
+            [entry['bdf'] for entry in found if entry['virtual_function']])
 
 
 def _lspci_all(runner, bdfs):
@@ -92,13 +95,14 @@ def read(module):
     sysfs_root = module.params['sysfs_root']
     requested = module.params['devices']
 
+    skipped_vfs = []
     if requested is not None:
         bdfs = []
         for bdf in (pcie.normalize_bdf(raw) for raw in requested):
             if bdf not in bdfs:
                 bdfs.append(bdf)
     else:
-        bdfs = _discover(sysfs_root, module.params['all_network_devices'])
+        bdfs, skipped_vfs = _discover(sysfs_root, module.params['all_network_devices'])
 
     runner = ToolRunner(module) if module.params['lspci'] else None
     lspci = _lspci_all(runner, sorted(bdfs)) if runner is not None else {}
@@ -119,6 +123,10 @@ def read(module):
         }
         if runner is not None:
             entry['lspci'] = _lspci(module, runner, lspci[bdf])
+            if (entry['lspci'] or {}).get('virtual_function') and not link.get('virtual_function'):
+                # lspci names it a VF where sysfs did not say (no physfn link): it has no link of its own either way.
+                link['virtual_function'] = True
+                entry['assessment'] = pcie.assess_link(link, upstream, is_gpu=(kind == 'gpu'))
         devices.append(entry)
 
     def having(status):
@@ -129,5 +137,6 @@ def read(module):
         degraded=having('degraded'),
         slot_limited=having('slot_limited'),
         unknown=having('unknown'),
+        virtual_functions=sorted(set(skipped_vfs + having('virtual_function'))),
     )
 

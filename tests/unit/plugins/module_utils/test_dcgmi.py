@@ -183,3 +183,64 @@ def test_all_rows_without_any_gpu_list_keep_the_status_on_the_test():
     assert result['gpus_in_run'] is None and result['overall'] == 'pass' and result['gpus_failed'] == []
     assert result['skipped_tests'] == ['CUDA Toolkit Libraries', 'Diagnostic', 'SM Performance', 'Targeted Performance',
                                        'Targeted Power']
+
+
+SKIPPED_R3 = 'dcgmi/dcgmi_diag_r3_dcgm3.3.9_blackwell_software_pass_hardware_all_skipped_slurm_on_aws.txt'
+SKIPPED_R3_JSON = 'dcgmi/dcgmi_diag_r3_j_dcgm4_software_pass_hardware_all_skipped_synthetic.txt'
+GB10_R1_JSON = 'dcgmi/dcgmi_diag_r1_j_dcgm4.2.3_gb10_software_fail_persistence_found_public.txt'
+MEMTEST_R4 = 'dcgmi/dcgmi_diag_r4_dcgm3_memtest_pass_others_skipped_persistence_fail_gpu_memtest_page.txt'
+
+
+def test_software_pass_with_every_hardware_test_skipped_is_not_a_pass_found_public():
+    result = dcgmi.parse_dcgmi_diag(fixtures.local(SKIPPED_R3))
+    assert (result['version'], result['driver_version'], result['gpus_in_run']) == ('3.3.9', '570.172.08', [0, 1])
+    assert result['truncated'] is False and result['failed_tests'] == []
+    assert _test(result, 'Denylist')['overall'] == 'pass' and _test(result, 'GPU Memory')['overall'] == 'skip'
+    assert result['hardware_ran'] is False and result['hardware_tests_run'] == []
+    assert result['hardware_tests_skipped'] == ['PCIe', 'GPU Memory', 'Targeted Stress', 'Targeted Power', 'Memory Bandwidth', 'EUD Test']
+    assert result['overall'] == 'skip'
+    assert 'every hardware and stress test was skipped (PCIe, GPU Memory' in dcgmi.level_not_run(result, 3)
+
+
+def test_dcgm4_json_level_with_every_hardware_test_skipped_synthetic():
+    result = dcgmi.parse_dcgmi_diag(fixtures.local(SKIPPED_R3_JSON))
+    assert (result['format'], result['version'], result['driver_version']) == ('json', '4.2.3', '575.57.08')
+    assert result['hardware_ran'] is False and result['overall'] == 'skip'
+    assert result['hardware_tests_skipped'] == ['pcie', 'memory', 'diagnostic', 'targeted_stress', 'targeted_power', 'memory_bandwidth']
+    assert _test(result, 'software')['per_gpu']['1']['status'] == 'pass'
+    assert dcgmi.level_not_run(result, 3).startswith('every hardware and stress test was skipped')
+
+
+def test_a_hardware_test_that_ran_keeps_the_level_run_found_public():
+    result = dcgmi.parse_dcgmi_diag(fixtures.local(MEMTEST_R4))
+    assert result['hardware_ran'] is True and result['hardware_tests_run'] == ['Memtest']
+    assert len(result['hardware_tests_skipped']) == 6 and result['overall'] == 'fail'
+    assert result['failed_tests'] == ['Persistence Mode']
+    assert 'Persistence mode for GPU 0 is currently disabled.' in _test(result, 'Persistence Mode')['messages'][0]
+    assert dcgmi.level_not_run(result, 4) is None
+
+
+def test_dcgm4_json_gb10_level1_found_public():
+    result = dcgmi.parse_dcgmi_diag(fixtures.local(GB10_R1_JSON))
+    assert (result['format'], result['version'], result['driver_version']) == ('json', '4.2.3', '580.82.09')
+    software = _test(result, 'software')
+    assert software['category'] == 'Deployment' and software['per_gpu']['0']['error_ids'] == [29]
+    assert software['per_gpu']['0']['messages'][0].startswith('Persistence Mode: Persistence mode for GPU 0 is disabled.')
+    assert 'SRAM Threshold checking was skipped.' in software['messages'][0]
+    assert result['overall'] == 'fail' and result['gpus_failed'] == [0]
+    # A level-1 run lists no hardware test: that is what level 1 is, never "the level did not run".
+    assert result['hardware_ran'] is None and dcgmi.level_not_run(result, 1) is None
+
+
+def test_level_not_run_needs_a_complete_result_of_level_two_or_more():
+    only_software = {'DCGM Diagnostic': {'test_categories': [{'category': 'Deployment', 'tests': [
+        {'name': 'software', 'results': [{'entity_group': 'GPU', 'entity_id': 0, 'status': 'Pass'}]}]}]}}
+    result = dcgmi.parse_dcgmi_diag(json.dumps(only_software))
+    assert result['overall'] == 'pass' and result['hardware_ran'] is None
+    assert dcgmi.level_not_run(result, 1) is None
+    assert 'lists no hardware or stress test' in dcgmi.level_not_run(result, 3)
+    assert dcgmi.level_not_run(dict(result, truncated=True), 3) is None
+    skipped = dcgmi.parse_dcgmi_diag(fixtures.local(SKIPPED_R3))
+    assert dcgmi.level_not_run(dict(skipped, overall='fail'), 3) is None
+    assert dcgmi.is_software_test({'category': None, 'name': 'Persistence Mode'}) is True
+    assert dcgmi.is_software_test({'category': None, 'name': 'targeted_power'}) is False

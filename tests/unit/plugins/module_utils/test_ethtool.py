@@ -235,3 +235,12 @@ def test_deltas_rejects_bad_interval(seconds):
 def test_deltas_without_interval_gives_no_rates():
     result = ethtool.counter_deltas({'a': 1}, {'a': 2})
     assert result['deltas'] == {'a': 1} and result['rates_per_s'] == {'a': None}
+
+
+def test_connectx7_per_priority_pause_counters_synthetic():
+    result = ethtool.parse_ethtool_stats(fixtures.local('ethtool/ethtool_S_mlx5_cx7_roce_pfc_prio3_pause_synthetic.txt'))
+    assert result['pfc'] == {'3': {'rx_pause': 148213, 'rx_pause_duration': 3320119, 'tx_pause': 96204,
+                                   'tx_pause_duration': 1904772, 'rx_pause_transition': 74106}}
+    assert result['discards']['rx_prio3_buf_discard'] == 0 and result['discards']['rx_prio3_cong_discard'] == 0
+    assert 'rx_prio3_marked' not in result['discards'] and result['link'] == {'link_down_events_phy': 1}
+    assert result['pause']['rx_pause_ctrl_phy'] == 148213 and result['unparsed'] == []

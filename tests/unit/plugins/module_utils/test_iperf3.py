@@ -229,3 +229,11 @@ def test_an_interval_line_of_32k_digits_is_a_clear_error():
     line = '[  5]   0.00-1.00   sec   662 MBytes  5.55 Gbits/sec  ' + '1' * 32768 + '\n'
     with pytest.raises(ParseError, match='a number of more than 64 digits'):
         iperf3.parse_iperf3(line)
+
+
+def test_iperf3_3_17_json_of_a_multi_threaded_run_synthetic():
+    result = iperf3.parse_iperf3(fixtures.local('iperf3/iperf3_3.17_tcp_p4_client_json_threads_layout_synthetic.txt'))
+    assert (result['format'], result['role'], result['version'], result['protocol'], result['streams']) == (
+        'json', 'client', 'iperf 3.17.1', 'tcp', 4)
+    assert (result['sent_bps'], result['received_bps'], result['retransmits']) == (16746684382.61871, 16741964463.923893, 0)
+    assert result['duration_s'] == 3.001682 and result['error'] is None

@@ -151,3 +151,16 @@ def test_runbook_port_module_lines_bracketed_and_mainline():
 def test_mainline_cable_plugged_at_boot_is_a_plug_event():
     events = parse('dmesg_mlx5_cx5_port_module_cable_plugged_armnas16_truncated.txt')['link_events']
     assert [(e['device'], e['event'], e['module']) for e in events] == [('0004:01:00.0', 'module_plugged', 0)]
+
+
+def test_journalctl_short_iso_precise_xids_mig_and_link_flaps_synthetic():
+    result = parse('journalctl_k_short_iso_precise_xid94_mig_xid48_xid79_mlx5_link_flaps_synthetic.txt')
+    assert [(x['code'], x['bus_id'], x['gpu_instance']) for x in result['xid']] == [
+        (94, '0000:9b:00.0', None), (94, '0000:9b:00.0', 5), (48, '0000:bb:00.0', None), (79, '0000:db:00.0', None)]
+    assert result['xid'][1]['time'] == '2026-03-10T09:14:02.118391+00:00' and result['xid'][1]['pid'] == 48302
+    assert result['xid'][1]['message'] == 'Contained: CE User Channel (0x9). RST: No, D-RST: No'
+    assert result['xid'][2]['pid'] is None and 'double bit error (DBE)' in result['xid'][2]['message']
+    assert [(e['event'], e['netdev'], e['device']) for e in result['link_events']] == [
+        ('down', 'enp59s0f0np0', '0000:3b:00.0'), ('up', 'enp59s0f0np0', '0000:3b:00.0')] * 2
+    assert [f['bus_id'] for f in result['fallen_off_bus']] == ['0000:db:00.0']
+    assert kernel_log.summarize_xid(result['xid']) == {'0000:9b:00.0': {'94': 2}, '0000:bb:00.0': {'48': 1}, '0000:db:00.0': {'79': 1}}

@@ -4,6 +4,7 @@ import os
 import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log, measurements, plan, preflight
+from ansible_collections.gpufleet.netval.plugins.module_utils.pcie import parse_lspci
 from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
 from tests.unit import fixtures
 
@@ -173,6 +174,24 @@ def test_preflight_names_the_degraded_nic_by_rdma_name_with_lspci_lines():
     assert pcie[0]['verbatim'] == ['$ lspci -vvv -s 1a:00.0', 'LnkCap: Port #0, Speed 32GT/s, Width x16',
                                    'LnkSta: Speed 16GT/s (downgraded), Width x16']
     assert not pcie[0]['blocking']
+
+
+def test_preflight_never_grades_an_sriov_vf_as_a_link_found_public():
+    """pcie_info's view of a RoCE node with VFs enabled: the VF reads LnkSta "Speed unknown (downgraded), Width x0"."""
+    parsed = dict((d['bdf'], d) for d in parse_lspci(
+        fixtures.local('lspci/lspci_vvv_cx7_pf_downgraded_and_mlx5gen_vf_speed_unknown_x0_kvm_list_2025.txt'))['devices'])
+    node = facts()
+    pf = node['pcie']['devices'][0]
+    vf_link = {'current_speed_gts': None, 'current_width': None, 'max_speed_gts': 32.0, 'max_width': 16}
+    by_sysfs = {'bdf': '0000:1a:00.2', 'kind': 'nic', 'link': dict(vf_link, physfn='0000:1a:00.0', virtual_function=True),
+                'assessment': {'status': 'virtual_function', 'reason': 'SR-IOV virtual function of 0000:1a:00.0'}}
+    # A pcie_info result from before VFs were recognised in sysfs: only its lspci block says VF.
+    by_lspci = {'bdf': '0000:1a:00.3', 'kind': 'nic', 'link': dict(vf_link), 'lspci': dict(parsed['b1:00.2'], link_lines=[]),
+                'assessment': {'status': 'unknown', 'reason': 'current link speed unknown'}}
+    node['pcie']['devices'] = [pf, by_sysfs, by_lspci]
+    found = [f for f in preflight.preflight_findings(node, T400) if f['check'] == 'pcie_link']
+    assert [(f['subject'], f['status']) for f in found] == [('mlx5_0', 'healthy')]
+    assert preflight.is_virtual_function(by_sysfs) and preflight.is_virtual_function(by_lspci) and not preflight.is_virtual_function(pf)
 
 
 def test_preflight_missing_gpu_blocks_and_governor_is_marginal():

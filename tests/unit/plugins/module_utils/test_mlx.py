@@ -164,3 +164,24 @@ def test_mlxlink_recent_mft_ndr_link_pasted_with_prompts_and_elided_found_public
 
 def test_mlxlink_full_output_is_not_truncated():
     assert mlx.parse_mlxlink(fixtures.local('mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt'))['truncated'] is False
+
+
+def test_bluefield3_mlxlink_counters_zero_ber_printed_15e255_found_public():
+    result = mlx.parse_mlxlink(fixtures.local('mlx/mlxlink_m_c_bluefield3_100g_dac_healthy_ber_15E-255_sigcomm26_tutorial.txt'))
+    assert result['truncated'] is False and result['sections']['Tool Information']['Firmware Version'] == '32.43.2402'
+    assert (result['operational']['state'], result['operational']['speed'], result['operational']['fec']) == (
+        'Active', '100G', 'Standard RS-FEC - RS(528,514)')
+    assert (result['module']['vendor_name'], result['module']['vendor_part_number']) == ('FS', 'Q28-PC03')
+    counters = result['counters']
+    assert counters['effective_physical_ber'] == 1.5e-254 and counters['raw_physical_ber'] == 1.5e-254
+    assert counters['raw_physical_errors_per_lane'] == [0, 0, 0, 0] and counters['link_down_counter'] == 0
+    assert counters['time_since_last_clear_min'] == 25075.2
+
+
+def test_connectx7_mlxlink_with_errors_and_a_high_ber_synthetic():
+    result = mlx.parse_mlxlink(fixtures.local('mlx/mlxlink_m_c_cx7_400g_high_ber_link_down_37_bad_signal_synthetic.txt'))
+    assert result['troubleshooting']['status_opcode'] == 15 and result['operational']['speed'] == '400G'
+    counters = result['counters']
+    assert (counters['effective_physical_errors'], counters['effective_physical_ber'], counters['raw_physical_ber']) == (1873, 3e-13, 2e-05)
+    assert counters['raw_physical_errors_per_lane'] == [120488, 97311, 5510238914, 101027]
+    assert (counters['link_down_counter'], counters['link_error_recovery_counter']) == (37, 112)

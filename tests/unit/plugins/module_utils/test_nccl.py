@@ -192,3 +192,83 @@ def test_the_pasted_command_line_names_the_test(prompt):
     assert nccl.parse_nccl_tests(body)['test'] is None
     result = nccl.parse_nccl_tests(prompt + '\n' + body)
     assert result['test'] == 'all_reduce_perf' and result['rows'] == nccl.parse_nccl_tests(body)['rows']
+
+
+def test_mpi_suffixed_binary_in_the_old_layout_names_the_test_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_mpi_srun_2node_h100_old_layout_no_collective_line_soperator428_truncated.txt'))
+    assert (result['test'], result['binary']) == ('all_reduce_perf', 'all_reduce_perf_mpi')
+    job = result['jobs'][0]
+    assert (job['nthread'], job['ngpus'], job['min_bytes'], job['max_bytes']) == (1, 1, 536870912, 8589934592)
+    assert [(r['rank'], r['host'], r['device']) for r in result['ranks']][7:9] == [(7, 'worker-1', 7), (8, 'worker-0', 0)]
+    assert result['rows'] == [] and result['avg_busbw_gbs'] is None and result['multiple_jobs'] is False
+
+
+def test_mpi_suffixed_binary_with_tag_output_rows_synthetic():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_mpi_tag_output_2node_h100_old_layout_synthetic.txt'))
+    assert (result['test'], result['binary']) == ('all_reduce_perf', 'all_reduce_perf_mpi')
+    assert len(result['rows']) == 5 and result['avg_busbw_gbs'] == 364.073 and nccl.busbw_at_max_size(result) == 372.07
+    assert result['out_of_bounds_ok'] is True and result['truncated'] is False
+
+
+@pytest.mark.parametrize('line,test,binary', [
+    ('srun --mpi=pmix all_reduce_perf_mpi -b 8 -e 8G', 'all_reduce_perf', 'all_reduce_perf_mpi'),
+    ('mpirun -np 16 /opt/nccl-tests/build/alltoall_perf_mpi -b 1G -e 1G -g 1', 'alltoall_perf', 'alltoall_perf_mpi'),
+    ('mpirun -np 2 ./build/reduce_scatter_perf.mpi -b 8 -e 1G', 'reduce_scatter_perf', 'reduce_scatter_perf.mpi'),
+    ('./all_gather_perf -b 8 -e 128M -g 8', 'all_gather_perf', 'all_gather_perf'),
+])
+def test_binary_names_with_and_without_a_build_suffix(line, test, binary):
+    text = line + '\n# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n'
+    result = nccl.parse_nccl_tests(text)
+    assert (result['test'], result['binary']) == (test, binary)
+    starting = '# Collective test starting: %s\n' % binary
+    assert nccl.parse_nccl_tests(starting + text)['test'] == test
+
+
+# --- nccl-tests of 2025-2026 (2.17+, Blackwell, NCCL 2.28+) ---------------------------------------------------
+
+def test_gb300_all_reduce_nccl_2_28_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_gb300_4gpu_nvl72_nccl2.28.7_two_sizes_oci_quickstart.txt'))
+    assert (result['test'], result['nccl_version']) == ('all_reduce_perf', '2.28.7+cuda13.0')
+    assert [(r['rank'], r['host'], r['bus_id'], r['name']) for r in result['ranks']][3] == (3, 'GPU-3882', '0019:06:00', 'NVIDIA GB300')
+    assert [row['size_bytes'] for row in result['rows']] == [8589934592, 17179869184]
+    assert nccl.busbw_at_max_size(result) == 685.27 and result['avg_busbw_gbs'] == 446.673
+    assert result['truncated'] is False and nccl.data_errors(result) == [] and result['out_of_bounds_ok'] is True
+
+
+def test_gb300_alltoall_in_place_wrong_is_not_checked_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/alltoall_perf_gb300_2hosts_8gpu_nccl2.28.7_inplace_wrong_na_oci_quickstart.txt'))
+    assert result['test'] == 'alltoall_perf' and [r['rank'] for r in result['ranks']] == [0, 1, 6, 7]
+    last = result['rows'][-1]
+    assert (last['redop'], last['root'], last['oop_busbw_gbs'], last['ip_busbw_gbs']) == ('none', -1, 685.06, 676.81)
+    assert (last['oop_wrong'], last['ip_wrong'], last['wrong']) == (0, None, 0)
+    assert result['avg_busbw_gbs'] == 407.955 and result['multiple_jobs'] is False
+
+
+def test_nccl_tests_2_20_layout_with_unalign_found_public():
+    result = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_2.20.0_2x_gb10_dgx_spark_unalign_dgxspark103_truncated.txt'))
+    assert (result['nccl_tests_version'], result['nccl_version'], result['test']) == ('2.20.0', '2.31.2', 'all_reduce_perf')
+    assert [r['host'] for r in result['ranks']] == ['spark-d708', 'spark-dbf4'] and result['jobs'][0]['min_bytes'] == 8192
+    assert [row['ip_busbw_gbs'] for row in result['rows']] == [0.27, 0.53, 0.88, 1.01]
+    assert result['avg_busbw_gbs'] is None and result['truncated'] is True
+
+
+PER_ITERATION = 'nccl/all_reduce_perf_2.19.6_per_iteration_columns_timestamp_2node_b200_synthetic.txt'
+
+
+def test_per_iteration_columns_and_timestamp_synthetic():
+    result = nccl.parse_nccl_tests(fixtures.local(PER_ITERATION))
+    assert result['nccl_tests_version'] == '2.19.6' and len(result['rows']) == 3 and result['avg_busbw_gbs'] == 696.365
+    last = result['rows'][-1]
+    assert (last['oop_time_us'], last['oop_busbw_gbs'], last['ip_busbw_gbs']) == (11469.0, 702.16, 702.53)
+    assert (last['oop_i_p99_us'], last['ip_i_cv_pct'], last['timestamp']) == (12240.0, 1.69, '2026-07-10 14:22:13')
+    assert result['truncated'] is False and nccl.busbw_at_max_size(result) == 702.53
+
+
+def test_cputime_column_name_reads_as_time():
+    text = fixtures.local(PER_ITERATION)
+    header = next(line for line in text.splitlines() if 'i_min' in line and 'size' in line)
+    result = nccl.parse_nccl_tests(text.replace(header, header.replace('     time   ', '  cputime   ')))
+    assert len(result['rows']) == 3 and result['rows'][0]['oop_time_us'] == 2925.8
+    # A row cut before its timestamp does not fit the columns: it is cut, not read.
+    cut = text.replace('  2026-07-10 14:22:09', '')
+    assert len(nccl.parse_nccl_tests(cut)['rows']) == 2 and nccl.parse_nccl_tests(cut)['truncated'] is True

@@ -253,3 +253,15 @@ def test_q_text_instant_and_average_power_lines():
     gpu = nvidia.parse_nvidia_smi_q(text.replace(old, new, 1))['gpus'][0]
     assert (gpu['power_draw_w'], gpu['power_average_w']) == (67.74, 66.10)
     assert nvidia.parse_nvidia_smi_q(text)['gpus'][0]['power_draw_w'] == 67.74
+
+
+def test_blackwell_xml_counts_the_sram_secded_uncorrectable_errors_synthetic():
+    result = nvidia.parse_nvidia_smi_xml(fixtures.local('nvidia/nvidia_smi_qx_580_b200_blackwell_sram_secded_uncorrectable_synthetic.xml.txt'))
+    (gpu,) = result['gpus']
+    assert (result['driver_version'], result['cuda_version'], gpu['name'], gpu['bus_id']) == ('580.95.05', '13.0', 'NVIDIA B200', '0000:1b:00.0')
+    assert gpu['pcie'] == {'gen_current': 5, 'gen_max': 5, 'width_current': 16, 'width_max': 16, 'replays': 0}
+    volatile = gpu['ecc_errors']['volatile']
+    # The XML spells it sram_uncorrectable_secded (-q prints "SEC-DED"): two uncorrectable errors, never zero.
+    assert (volatile['sram_uncorrectable_secded'], volatile['sram_uncorrectable'], volatile['uncorrectable_total']) == (2, 2, 2)
+    assert gpu['ecc_errors']['aggregate']['correctable_total'] == 3 and gpu['ecc_mode_current'] == 'Enabled'
+    assert (gpu['power_draw_w'], gpu['power_average_w'], gpu['temperature_c']) == (143.02, 142.37, 34.0)

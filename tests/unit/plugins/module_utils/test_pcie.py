@@ -210,7 +210,8 @@ def test_gen5_nic_behind_gen4_root_port_is_slot_limited(tmp_path):
                                     ('0000:01:00.0', link(GEN4, 16, GEN5, 16, **CX7))], drivers={'0000:01:00.0': 'mlx5_core'})
     facts = pcie.read_pci_link(root, '01:00.0')
     assert facts == {'bdf': '0000:01:00.0', 'current_speed_gts': 16.0, 'max_speed_gts': 32.0, 'current_width': 16, 'max_width': 16,
-                     'numa_node': 1, 'class': '0x020000', 'vendor': '0x15b3', 'device': '0x1021', 'driver': 'mlx5_core'}
+                     'numa_node': 1, 'class': '0x020000', 'vendor': '0x15b3', 'device': '0x1021', 'driver': 'mlx5_core',
+                     'physfn': None, 'virtual_function': False, 'sriov_numvfs': None}
     hops = pcie.walk_upstream(root, '0000:01:00.0')
     assert [hop['bdf'] for hop in hops] == ['0000:00:01.0'] and hops[0]['max_speed_gts'] == 16.0
     verdict = pcie.assess_link(facts, hops)
@@ -294,7 +295,8 @@ def test_shared_real_tree_e810_and_nvme():
     root = fixtures.shared_path(PROCFS_TREE)
     e810 = pcie.read_pci_link(root, '0000:a2:00.0')
     assert e810 == {'bdf': '0000:a2:00.0', 'current_speed_gts': 16.0, 'max_speed_gts': 16.0, 'current_width': 8, 'max_width': 8,
-                    'numa_node': 1, 'class': '0x020000', 'vendor': '0x8086', 'device': '0x159b', 'driver': 'ice'}
+                    'numa_node': 1, 'class': '0x020000', 'vendor': '0x8086', 'device': '0x159b', 'driver': 'ice',
+                    'physfn': None, 'virtual_function': False, 'sriov_numvfs': 0}
     assert pcie.walk_upstream(root, '0000:a2:00.0') == []
     assert pcie.assess_link(e810, [])['status'] == 'ok'
     nvme = pcie.read_pci_link(root, '01:00.0')
@@ -326,3 +328,73 @@ def test_this_machines_sys_read_only():
         verdict = pcie.assess_link(facts, pcie.walk_upstream('/sys', entry['bdf']), is_gpu=entry['kind'] == 'gpu')
         assert verdict['status'] in ('ok', 'degraded', 'slot_limited', 'idle_downtrained', 'unknown')
         assert verdict['reason']
+
+
+VF_KVM = 'lspci/lspci_vvv_cx7_pf_downgraded_and_mlx5gen_vf_speed_unknown_x0_kvm_list_2025.txt'
+VF_AZURE = 'lspci/lspci_vvv_cx5_vf_azure_speed_unknown_x0_elided_pcie_notes.txt'
+VF_BY_ID = 'lspci/lspci_D_nn_vvv_vfs_by_device_id_no_name_synthetic.txt'
+
+
+def test_sriov_vf_is_no_downgraded_link_and_its_pf_still_is_found_public():
+    devices = dict((d['bdf'], d) for d in pcie.parse_lspci(fixtures.local(VF_KVM))['devices'])
+    pf, vf = devices['b1:00.1'], devices['b1:00.2']
+    assert (pf['lnkcap_speed_gts'], pf['lnkcap_width'], pf['lnksta_speed_gts'], pf['lnksta_width']) == (32.0, 16, 16.0, 8)
+    assert pf['downgraded'] is True and pf['virtual_function'] is False
+    assert pf['sriov'] == {'initial_vfs': 8, 'total_vfs': 8, 'num_vfs': 0}
+    assert vf['description'] == 'Mellanox Technologies ConnectX Family mlx5Gen Virtual Function'
+    assert vf['virtual_function'] is True and vf['sriov'] is None and vf['kernel_driver'] == 'mlx5_vfio_pci'
+    assert (vf['lnkcap_speed_gts'], vf['lnkcap_width'], vf['lnksta_speed_gts'], vf['lnksta_width']) == (32.0, 16, None, None)
+    assert (vf['downgraded'], vf['speed_downgraded'], vf['width_downgraded']) == (None, None, None)
+
+
+def test_azure_cx5_vf_pasted_with_an_elision_found_public():
+    (vf,) = pcie.parse_lspci(fixtures.local(VF_AZURE))['devices']
+    assert vf['bdf'] == 'd6f5:00:02.0' and vf['virtual_function'] is True
+    assert (vf['lnkcap_speed_gts'], vf['lnkcap_width'], vf['lnksta_speed_gts'], vf['lnksta_width']) == (8.0, 16, None, None)
+    assert vf['downgraded'] is None
+
+
+def test_vfs_known_by_device_id_alone_synthetic():
+    devices = dict((d['bdf'], d) for d in pcie.parse_lspci(fixtures.local(VF_BY_ID))['devices'])
+    assert devices['0000:3b:00.3']['vendor_device'] == '15b3:101e' and devices['0000:3b:00.3']['virtual_function'] is True
+    assert devices['0000:3b:00.4']['vendor_device'] == '8086:1889' and devices['0000:3b:00.4']['virtual_function'] is True
+    # A VF whose LnkSta mirrors its PF's link is still not graded as a link of its own.
+    assert devices['0000:3b:00.4']['lnksta_speed_gts'] == 16.0 and devices['0000:3b:00.4']['downgraded'] is None
+
+
+def test_unknown_lnksta_is_never_a_downgrade_whatever_lspci_annotates():
+    text = 'LnkCap:\tPort #0, Speed 16GT/s, Width x16\nLnkSta:\tSpeed unknown (downgraded), Width x0 (downgraded)\n'
+    (device,) = pcie.parse_lspci(text)['devices']
+    assert device['downgraded'] is None and device['virtual_function'] is None
+    text = 'LnkCap:\tPort #0, Speed 16GT/s, Width x16\nLnkSta:\tSpeed unknown (downgraded), Width x8 (downgraded)\n'
+    (device,) = pcie.parse_lspci(text)['devices']
+    assert (device['speed_downgraded'], device['width_downgraded'], device['downgraded']) == (None, True, True)
+
+
+def sriov_tree(tmp_path):
+    """A Gen5 CX7 PF with two VFs: the VFs link to it through physfn, read 'Unknown' / 0 as a VF does."""
+    root = make_pci_tree(tmp_path, [('0000:00:01.0', link(GEN5, 16, GEN5, 16)),
+                                    ('0000:01:00.0', link(GEN5, 16, GEN5, 16, sriov_numvfs=2, **CX7))])
+    parent = os.path.join(root, 'devices', 'pci0000:00', '0000:00:01.0')
+    for function in ('0000:01:00.1', '0000:01:00.2'):
+        path = os.path.join(parent, function)
+        os.makedirs(path)
+        for name, value in link('Unknown', 0, GEN5, 16, **{'class': '0x020000', 'vendor': '0x15b3', 'device': '0x101e'}).items():
+            with open(os.path.join(path, name), 'w') as handle:
+                handle.write('%s\n' % value)
+        os.symlink('../0000:01:00.0', os.path.join(path, 'physfn'))
+        os.symlink(os.path.relpath(path, os.path.join(root, 'bus', 'pci', 'devices')), os.path.join(root, 'bus', 'pci', 'devices', function))
+    return root
+
+
+def test_sysfs_vf_is_recognised_by_physfn_and_never_judged(tmp_path):
+    root = sriov_tree(tmp_path)
+    vf = pcie.read_pci_link(root, '0000:01:00.1')
+    assert (vf['physfn'], vf['virtual_function'], vf['current_speed_gts'], vf['current_width']) == ('0000:01:00.0', True, None, None)
+    assessment = pcie.assess_link(vf, pcie.walk_upstream(root, '0000:01:00.1'))
+    assert assessment['status'] == 'virtual_function' and 'of 0000:01:00.0' in assessment['reason']
+    pf = pcie.read_pci_link(root, '0000:01:00.0')
+    assert (pf['virtual_function'], pf['sriov_numvfs']) == (False, 2)
+    assert pcie.assess_link(pf, pcie.walk_upstream(root, '0000:01:00.0'))['status'] == 'ok'
+    found = pcie.read_pci_devices(root, [pcie.CLASS_ETHERNET])
+    assert [(d['bdf'], d['virtual_function']) for d in found] == [('0000:01:00.0', False), ('0000:01:00.1', True), ('0000:01:00.2', True)]

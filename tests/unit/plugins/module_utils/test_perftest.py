@@ -315,3 +315,45 @@ def test_ib_send_lat_newest_header_ending_in_the_next_command_found_public():
     assert (row['t_typical_us'], row['t_avg_us'], row['p99_us'], row['p999_us']) == (1.27, 1.27, 1.37, 5.19)
     assert result['kind'] == 'lat' and result['max_inline'] == 236 and result['complete'] is True
     assert sum('Conflicting CPU frequency' in warning for warning in result['warnings']) == 2
+
+
+def test_pasted_bidirectional_server_then_client_reports_the_client_found_public():
+    result = local('ib_send_bw_bidir_D5_server_then_client_pasted_labelled_abbycin_bw.txt')
+    assert [(s['side'], s['results'][0]['iterations']) for s in result['sections']] == [('server', 8758300), ('client', 8768313)]
+    assert result['side'] == 'client' and result['test'] == 'Send Bidirectional BW' and result['bidirectional'] is True
+    row = result['results'][0]
+    assert (row['bytes'], row['bw_avg'], row['bw_peak'], row['bw_unit']) == (4096, 11402.81, None, 'MB/sec')
+    assert result['duration_s'] == 5 and result['complete'] is True
+
+
+PASTED_SIDES = 'ib_write_bw_bidir_roce_server_banner_then_client_pasted_synthetic.txt'
+
+
+def test_pasted_bidirectional_server_banner_then_unlabelled_client_synthetic():
+    result = local(PASTED_SIDES)
+    assert [(s['side'], s['device']) for s in result['sections']] == [('server', 'mlx5_1'), ('client', 'mlx5_0')]
+    assert (result['side'], result['device'], result['gid_index'], result['link_type']) == ('client', 'mlx5_0', 3, 'Ethernet')
+    assert result['results'][0]['bw_avg'] == 183.49 and result['results'][0]['bw_avg_gbps'] == 183.49
+    # The same two sides pasted the other way round: still the client's row and device.
+    dashes = '-' * 87 + '\n'
+    server, client = fixtures.local('perftest/' + PASTED_SIDES).split(dashes + dashes, 1)
+    swapped = perftest.parse_perftest(dashes + client + server.lstrip('\n') + '\n' + dashes)
+    assert [(s['side'], s['device']) for s in swapped['sections']] == [('client', 'mlx5_0'), ('server', 'mlx5_1')]
+    assert (swapped['side'], swapped['device'], swapped['results'][0]['bw_avg']) == ('client', 'mlx5_0', 183.49)
+
+
+def test_sides_from_command_lines_and_labels():
+    assert perftest._command_side('sudo taskset -c 28 ib_write_bw -d mlx5_3 -D 30 clx-host-108 -s 65536 -p 10000 -F -b &') == 'client'
+    assert perftest._command_side('INFO: run ib_write_bw server on clx-host-108: sudo ib_write_bw -d mlx5_3 -s 65536 -b') == 'server'
+    assert perftest._command_side('ib_write_bw -d mlx5_0 -x 3 --report_gbits -a 2>&1 | tee log') == 'server'
+    assert perftest._command_side('ib_write_bw --port 18515 -d mlx5_0 -Z') == 'server'
+    assert perftest._command_side('ib_read_lat -d mlx5_1 -i 1 -F 10.0.0.2') == 'client'
+    assert perftest._label_side('# client side') == 'client' and perftest._label_side('Server:') == 'server'
+    assert perftest._label_side('* Waiting for client to connect... *') is None
+    # Two bidirectional sides that nothing tells apart stay untold: the first is reported, its side None.
+    text = local('ib_send_bw_bidir_D5_server_then_client_pasted_labelled_abbycin_bw.txt')
+    assert text['side'] == 'client'
+    bare = fixtures.local('perftest/ib_send_bw_bidir_D5_server_then_client_pasted_labelled_abbycin_bw.txt')
+    bare = '\n'.join(line for line in bare.splitlines() if not line.startswith(('Server:', 'Client:')))
+    untold = perftest.parse_perftest(bare)
+    assert [s['side'] for s in untold['sections']] == [None, None] and untold['side'] is None

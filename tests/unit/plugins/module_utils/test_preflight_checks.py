@@ -302,3 +302,13 @@ def test_a_fec_mode_outside_the_allowed_list_and_no_ber_counters():
     assert found[0]['detail'] == '0000:1b:00.0 link FEC No FEC, expected RS-FEC'
     lab_fec = dict(link, operational=dict(link['operational'], fec='Standard_RS-FEC - (544,514)'))
     assert preflight.check_link_quality({'devices': {'x': {'link': lab_fec}}}, None, P400)[0]['status'] == 'healthy'
+
+
+def test_mlxlink_of_the_newest_layout_graded_healthy_and_high_ber():
+    healthy = link_of('mlx/mlxlink_m_c_bluefield3_100g_dac_healthy_ber_15E-255_sigcomm26_tutorial.txt')
+    noisy = link_of('mlx/mlxlink_m_c_cx7_400g_high_ber_link_down_37_bad_signal_synthetic.txt')
+    found = preflight.check_link_quality({'devices': {'0000:03:00.1': {'link': healthy}, '0000:3b:00.0': {'link': noisy}}}, None, P400)
+    assert [(f['check'], f['subject'], f['status']) for f in found] == [
+        ('link_fec', '0000:03:00.1', 'healthy'), ('link_ber', '0000:03:00.1', 'healthy'),
+        ('link_fec', '0000:3b:00.0', 'healthy'), ('link_ber', '0000:3b:00.0', 'marginal')]
+    assert found[-1]['detail'] == '0000:3b:00.0 effective physical BER 3e-13 (limit 1e-15)'

@@ -404,3 +404,26 @@ def test_ibv_devinfo_value_padded_with_spaces_is_read():
     """The same shape within the line limit: a value followed by a long run of spaces, read in linear time."""
     devices = rdma.parse_ibv_devinfo('hca_id:\tmlx5_0\n\tfw_ver:\t\t\t28.39.1002' + ' ' * 60000 + '\n')['devices']
     assert devices['mlx5_0']['fw_ver'] == '28.39.1002'
+
+
+def test_connectx8_ibstat_on_a_b300_node_found_public():
+    devices = rdma.parse_ibstat(fixtures.local('ibstat/ibstat_11x_cx8_mt4131_disabled_cx7_active_b300_xe9780_2026.txt'))['devices']
+    assert len(devices) == 11
+    cx8 = [name for name, device in devices.items() if device['ca_type'] == 'MT4131']
+    assert sorted(cx8) == ['mlx5_0', 'mlx5_1', 'mlx5_10', 'mlx5_6', 'mlx5_7', 'mlx5_8', 'mlx5_9']
+    port = devices['mlx5_0']['ports'][1]
+    assert devices['mlx5_0']['firmware_version'] == '40.46.5500'
+    assert (port['state'], port['physical_state'], port['rate_gbps'], port['lid'], port['link_layer']) == (
+        'Down', 'Disabled', 10, 65535, 'InfiniBand')
+    cx7 = devices['mlx5_4']
+    assert (cx7['ca_type'], cx7['ports'][1]['state'], cx7['ports'][1]['rate_gbps'], cx7['ports'][1]['sm_lid']) == (
+        'MT4129', 'Active', 100, 1)
+
+
+def test_connectx8_ibv_devinfo_synthetic():
+    devices = rdma.parse_ibv_devinfo(fixtures.local('ibstat/ibv_devinfo_2x_cx8_mt4131_xdr_active_and_down_synthetic.txt'))['devices']
+    assert [(name, d['vendor_part_id'], d['fw_ver']) for name, d in sorted(devices.items())] == [
+        ('mlx5_0', 4131, '40.46.5500'), ('mlx5_1', 4131, '40.46.5500')]
+    up, down = devices['mlx5_0']['ports'][1], devices['mlx5_1']['ports'][1]
+    assert (up['state'], up['state_code'], up['active_mtu'], up['port_lid'], up['sm_lid']) == ('PORT_ACTIVE', 4, 4096, 17, 1)
+    assert (down['state_code'], down['port_lid'], down['sm_lid']) == (1, 65535, 0)

@@ -225,6 +225,34 @@ def test_a_node_is_a_only_when_every_expected_figure_exists_and_is_healthy():
     assert without_dcgmi['bucket'] == 'B' and [t['error'] for t in without_dcgmi['tests'] if t['status'] == 'unknown'] == ['not measured']
 
 
+def test_a_dcgmi_level_whose_hardware_tests_were_all_skipped_is_unknown_and_ours_found_public():
+    text = fixtures.local('dcgmi/dcgmi_diag_r3_dcgm3.3.9_blackwell_software_pass_hardware_all_skipped_slurm_on_aws.txt')
+    parsed = dcgmi.parse_dcgmi_diag(text)
+    # What the dcgmi_diag module registers: the parse, the level asked for, its own word on the level and the output.
+    result = dict(parsed, level=3, level_not_run=dcgmi.level_not_run(parsed, 3), stdout=text, rc=0)
+    figures = measurements.run_measurements(result, {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
+    plan = ([expected('ib_send_bw_gbs', 'mlx5_%d' % i) for i in range(8)]
+            + [expected('iperf3_gbps', '10.0.10.2'), expected('all_nics_gbs', 'all NICs'), expected('dcgmi_diag', None)])
+    outcome = verdict.node_verdict(healthy_400g_node() + figures, [], P400, {'expected': plan})
+    level = [t for t in outcome['tests'] if t['id'] == 'dcgmi_diag:level']
+    assert [(t['status'], t['error_class'], t['error_side'], t['subject']) for t in level] == [
+        ('unknown', 'diag_level_not_run', 'ours', 'level 3')]
+    assert level[0]['as_printed'].startswith('level 3: skipped: PCIe, GPU Memory, Targeted Stress')
+    assert '| GPU Memory                | Skip - All                                     |' in level[0]['verbatim']
+    assert outcome['bucket'] == 'B' and [c['cause'] for c in outcome['causes']] == ['measurement_incomplete']
+    assert verdict.OUR_SIDE_FIXES['diag_level_not_run'] in outcome['causes'][0]['detail']
+    assert 'did not run its level' in outcome['causes'][0]['detail']
+    assert not [t for t in outcome['tests'] if t['status'] in ('marginal', 'reject')]
+    # Read without the module's word (an older registered result): the parse and the level say the same.
+    again = measurements.run_measurements(dict(parsed, level=3), {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
+    assert [t['error_class'] for t in again if t['id'] == 'dcgmi_diag:level'] == ['diag_level_not_run']
+    # A level whose hardware tests ran stays graded by its own statuses, with no "not run" entry.
+    ran = dcgmi.parse_dcgmi_diag(fixtures.local('dcgmi/dcgmi_diag_r4_dcgm3_memtest_pass_others_skipped_persistence_fail_gpu_memtest_page.txt'))
+    graded = measurements.run_measurements(dict(ran, level=4), {'test': 'dcgmi', 'metric': 'dcgmi_diag', 'subject': 'gpus'})
+    assert not [t for t in graded if t['id'] == 'dcgmi_diag:level']
+    assert [t['preset_status'] for t in graded if t['subject'] == 'Memtest'] == ['healthy']
+
+
 def test_nccl_transport_is_graded_where_the_tier_requires_ib():
     text = fixtures.local('nccl/all_reduce_perf_h100_ring_512M_8G_healthy_avg95_nccltests252.txt')
     parsed = nccl.parse_nccl_tests(text)

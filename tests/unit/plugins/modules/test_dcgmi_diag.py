@@ -94,3 +94,13 @@ def test_bad_input(args, needle):
     assert failed and needle in result['msg'] and result['_ran'] == []
     # level=5 is refused by Ansible's own choices check, before the module can add its failure keys.
     assert result.get('error_class', 'invalid_options') == 'invalid_options'
+
+
+def test_a_level_whose_hardware_tests_were_all_skipped_says_so_without_failing():
+    out = fixtures.local('dcgmi/dcgmi_diag_r3_j_dcgm4_software_pass_hardware_all_skipped_synthetic.txt')
+    result, failed = run_module(dcgmi_diag.main, {'level': 3}, calls=[Call(argv(3, 1800), out=out)])
+    assert not failed, result
+    assert result['overall'] == 'skip' and result['hardware_ran'] is False
+    assert result['level_not_run'].startswith('every hardware and stress test was skipped (pcie, memory, diagnostic')
+    result, failed = run_module(dcgmi_diag.main, {}, calls=[Call(argv(), out=WARN_JSON)])
+    assert not failed and result['level_not_run'] is None

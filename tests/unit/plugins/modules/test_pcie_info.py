@@ -6,7 +6,7 @@ import pytest
 from ansible_collections.gpufleet.netval.plugins.modules import pcie_info
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
 from tests.unit import fixtures
-from tests.unit.plugins.module_utils.test_pcie import CX7, GEN1, GEN4, GEN5, H100, link, make_pci_tree
+from tests.unit.plugins.module_utils.test_pcie import CX7, GEN1, GEN4, GEN5, H100, link, make_pci_tree, sriov_tree
 from tests.unit.plugins.modules.utils import Call, run_module
 
 LSPCI = ['/usr/bin/timeout', '--kill-after=5', '60', '/usr/bin/lspci', '-vvv', '-s']
@@ -138,3 +138,31 @@ def test_this_machines_sys():
     for device in result['devices']:
         assert device['kind'] == 'nic' or device['kind'] == 'gpu'
         assert device['assessment']['status'] in ('ok', 'degraded', 'slot_limited', 'idle_downtrained', 'unknown')
+
+
+def test_sriov_vfs_are_listed_not_inspected_and_never_judged(tmp_path):
+    root = sriov_tree(tmp_path)
+    result, failed = run_module(pcie_info.main, {'sysfs_root': root})
+    assert not failed, result
+    assert [d['bdf'] for d in result['devices']] == ['0000:01:00.0'] and result['devices'][0]['link']['sriov_numvfs'] == 2
+    assert result['virtual_functions'] == ['0000:01:00.1', '0000:01:00.2']
+    assert result['degraded'] == [] and result['unknown'] == []
+    result, failed = run_module(pcie_info.main, {'sysfs_root': root, 'devices': ['01:00.2']})
+    assert not failed and result['devices'][0]['assessment']['status'] == 'virtual_function'
+    assert result['virtual_functions'] == ['0000:01:00.2'] and result['unknown'] == []
+
+
+def test_a_vf_only_lspci_names_is_not_judged_as_a_link(tmp_path):
+    unnamed = dict(CX7)
+    unnamed['device'] = '0x9999'  # an ID the VF table does not know: only lspci can tell
+    make_pci_tree(tmp_path, [('0000:b0:04.0', link(GEN5, 16, GEN5, 16)), ('0000:b1:00.2', link('Unknown', 0, GEN5, 16, **unnamed))],
+                  root_bus='0000:b0')
+    text = fixtures.local('lspci/lspci_vvv_cx7_pf_downgraded_and_mlx5gen_vf_speed_unknown_x0_kvm_list_2025.txt')
+    out = text[text.index('b1:00.2 '):]
+    result, failed = run_module(pcie_info.main, {'sysfs_root': str(tmp_path), 'devices': ['0000:b1:00.2'], 'lspci': True},
+                                calls=[Call(LSPCI + ['0000:b1:00.2'], 0, out, '')])
+    assert not failed, result
+    device = result['devices'][0]
+    assert device['lspci']['virtual_function'] is True and device['lspci']['downgraded'] is None
+    assert device['link']['virtual_function'] is True and device['assessment']['status'] == 'virtual_function'
+    assert result['virtual_functions'] == ['0000:b1:00.2'] and result['unknown'] == []
