@@ -19,14 +19,14 @@ description:
   - The fetched copy takes its name in O(dest) only once its sha256 matches, and never over a file of that name, so a
     half-fetched or altered bundle never looks like evidence.
   - The node is not trusted with the controller. The bundle is read once before anything is written, within O(max_bundle_bytes),
-    O(max_unpacked_bytes) and O(max_members) (checked as it is read: a sparse file, a gzip bomb or a huge tar header fails the
+    O(max_unpacked_bytes) and O(max_members) (checked as it is read, so a sparse file, a gzip bomb or a huge tar header fails the
     task without costing memory or disk); every member must be a folder or a regular file at a path inside O(dest), named once
     (a link, a device or a path that leaves the folder fails the task).
   - Verifies every file against the bundle's C(MANIFEST.sha256) (C(sha256sum) format; each file hashed once) and fails naming each
     file that does not match; the manifest's names must be paths inside the folder (no absolute path, no C(..), none twice).
   - Then unpacks in O(dest), next to the tarball, only the files the manifest lists (and the manifest), never over a file that is
     already there; members it does not list are not written (RV(ignored)).
-  - With O(baseline), the controller writes it as C(baseline.json) beside the raw outputs (it is never a file of the bundle's: a
+  - With O(baseline), the controller writes it as C(baseline.json) beside the raw outputs (it is never a file of the bundle's; a
     bundle whose manifest lists a C(baseline.json) fails the task), and with O(baseline_link) points that symlink
     (C(evidence/<node>/baseline)) at the bundle's folder, atomically; a link that is not ours (a file, a folder, a symlink
     elsewhere) is refused.
@@ -62,19 +62,19 @@ options:
     description:
       - The most bytes the bundle's C(.tar.gz) may have. A fetched copy that is larger is refused before it is hashed (under
         become, slurp's answer before it is decoded); the connection's own transfer is measured once it has landed.
-      - The evidence role passes C(evidence_max_bundle_bytes).
+      - The evidence role passes its C(evidence_max_bundle_bytes).
     type: int
     default: 268435456
   max_unpacked_bytes:
     description:
-      - The most bytes the bundle may unpack to (its tar stream: files and headers), and the most its files may declare.
-      - The evidence role passes C(evidence_max_unpacked_bytes).
+      - The most bytes the bundle may unpack to (its tar stream, files and headers), and the most its files may declare.
+      - The evidence role passes its C(evidence_max_unpacked_bytes).
     type: int
     default: 1073741824
   max_members:
     description:
       - The most members (files and folders) the bundle may hold.
-      - The evidence role passes C(evidence_max_members).
+      - The evidence role passes its C(evidence_max_members).
     type: int
     default: 4096
 attributes:

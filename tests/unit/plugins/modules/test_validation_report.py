@@ -1,6 +1,7 @@
 """validation_report writes the run's reports atomically and points latest at them."""
 import json
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from unittest import mock
@@ -105,6 +106,45 @@ def test_without_matplotlib_every_report_is_written_and_the_page_says_why_it_has
     page = (tmp_path / 'r' / 'latest' / 'index.html').read_text()
     assert 'id="charts-missing"' in page and 'pip install matplotlib' in page and "No module named" in page
     assert '<svg' not in page and page.count('<section class="node ') == 4
+
+
+# validation_report on a controller without matplotlib: the import fails as it does where the library is not installed.
+WITHOUT_MATPLOTLIB = """
+import json, sys
+sys.modules['matplotlib'] = None
+from ansible_collections.gpufleet.netval.plugins.module_utils import report_task
+from tests.unit.plugins.module_utils import report_samples
+params = dict(root=sys.argv[1], timestamp='20261201T100000Z', nodes=report_samples.mixed_run(), sender={}, prediction={})
+print(json.dumps(report_task.write(params, False)))
+"""
+
+
+def test_without_matplotlib_every_output_but_the_page_is_the_same_byte_for_byte(tmp_path):
+    # Issue 27 item 6: optional libraries never cost results.
+    import subprocess
+    from ansible_collections.gpufleet.netval.plugins.module_utils import report_task
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.run([sys.executable, '-c', WITHOUT_MATPLOTLIB, str(tmp_path / 'without')], capture_output=True, text=True,
+                           env=env, check=False, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    without = json.loads(child.stdout.splitlines()[-1])
+    params = dict(root=str(tmp_path / 'with'), timestamp='20261201T100000Z', nodes=report_samples.mixed_run(), sender={}, prediction={})
+    with_it = report_task.write(params, False)
+    assert without['changed'] and with_it['changed'] and without['summary_table'] == with_it['summary_table']
+    run = '20261201T100000Z'
+    names = sorted(os.path.relpath(os.path.join(base, name), str(tmp_path / 'with' / run))
+                   for base, _dirs, files in os.walk(str(tmp_path / 'with' / run)) for name in files)
+    assert len(names) == 15 and 'letters/node02.txt' in names
+    for name in names:
+        mine, theirs = (tmp_path / 'with' / run / name).read_bytes(), (tmp_path / 'without' / run / name).read_bytes()
+        if name == 'MANIFEST.sha256':
+            mine, theirs = (re.sub(rb'[0-9a-f]{64}  index.html\n', b'', text) for text in (mine, theirs))
+        if name != 'index.html':
+            assert mine == theirs, name
+    page = (tmp_path / 'without' / run / 'index.html').read_text()
+    assert '<svg' not in page and 'id="charts-missing"' in page and 'pip install matplotlib' in page
+    assert "No module named 'matplotlib'" in page or 'import of matplotlib halted' in page
+    assert page.count('<section class="node ') == 4 and page.count('Charts not drawn: see the note at the top of the page.') == 3
 
 
 def run_action(task_args, check_mode=False):
