@@ -331,8 +331,9 @@ def unpack_bundle(tarball, folder, limits=None, reserved=()):
     as the bundle is read, so a bomb costs neither memory nor disk); every file is hashed once and the manifest read
     (manifest_entries: names inside the folder, none twice, none of ``reserved``) and compared.  Then only the files the
     manifest lists are written (the manifest with them), never over a file and never through a symlink, each fsynced.
-    Returns (the manifest's relative paths, the members it does not list, which were not written).  Raises
-    EvidenceError naming what is wrong, every file whose checksum does not match included; nothing is written then.
+    Returns (the manifest's relative paths, the files it does not list, which were not written).  Raises EvidenceError
+    naming what is wrong, every file whose checksum does not match included; what the first pass finds leaves nothing
+    written (a file already there, or a full disk, is found while writing).
     """
     real_dir(folder)
     limits = dict(BUNDLE_LIMITS, **(limits or {}))

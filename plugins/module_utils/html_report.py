@@ -279,10 +279,22 @@ _STYLE_ATTRIBUTE = re.compile(r' style="([^"]*)"')
 _STYLE_SHEET = re.compile(r'\s*<style type="text/css">\*\{([^}<]*)\}</style>')
 
 
+_FONT_SHORTHAND = re.compile(r'(?:(?P<style>italic|oblique) )?(?:(?P<weight>bold|light|\d00) )?(?P<size>[\d.]+px) (?P<family>.+)')
+
+
 def _presentation_attributes(declarations):
-    """CSS declarations ('fill: #fff; stroke-width: 0.8') as SVG presentation attributes (' fill="#fff" stroke-width="0.8"')."""
-    pairs = [part.split(':', 1) for part in declarations.split(';') if ':' in part]
-    return ''.join(' %s="%s"' % (name.strip(), value.strip()) for name, value in pairs)
+    """CSS declarations ('fill: #fff; stroke-width: 0.8') as SVG presentation attributes (' fill="#fff" stroke-width="0.8"').
+
+    matplotlib before 3.8 writes text's font as the 'font' shorthand, which is no attribute: it becomes its parts."""
+    pairs = []
+    for name, value in (part.split(':', 1) for part in declarations.split(';') if ':' in part):
+        name, value = name.strip(), value.strip()
+        font = _FONT_SHORTHAND.fullmatch(value) if name == 'font' else None
+        if font:
+            pairs.extend(('font-%s' % part, font.group(part)) for part in ('style', 'weight', 'size', 'family') if font.group(part))
+        else:
+            pairs.append((name, value))
+    return ''.join(' %s="%s"' % pair for pair in pairs)
 
 
 def _svg(figure, prefix):
@@ -549,11 +561,16 @@ def draw_charts(nodes):
     if not HAS_MATPLOTLIB:
         return {}, {}
     order = _ordered(nodes)
-    planned = dict((name, charts_for(nodes[name])) for name in order)
+    planned, failed = {}, {}
+    for name in order:
+        try:
+            planned[name] = charts_for(nodes[name])
+        except Exception as exc:  # pylint: disable=broad-except
+            planned[name], failed[name] = [], 'cannot plan the charts: %s: %s' % (type(exc).__name__, exc)
     jobs = [(nodes[name], key, 'n%dc%d' % (index, number)) for index, name in enumerate(order) for number, key in enumerate(planned[name])]
     with matplotlib.rc_context(_SVG_RC):
         drawings = iter(_draw_charts(jobs))
-    drawn, failed = {}, {}
+    drawn = {}
     for name in order:
         drawn[name] = [(key, next(drawings)) for key in planned[name]]
         failures = [svg.why for _key, svg in drawn[name] if isinstance(svg, ChartFailure)]

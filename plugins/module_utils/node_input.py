@@ -55,6 +55,7 @@ SUBJECT_CHECKS = {
     'firmware_min_version': validate.check_device,
 }
 _INT_LIMIT = 1 << 64
+_PROBLEMS_KEPT = 1000
 
 # C0 and C1 controls (newline and tab apart), DEL, line and paragraph separators, bidirectional overrides and
 # isolates, lone surrogates and the two non-characters XML cannot hold.
@@ -100,7 +101,11 @@ class _Cleaner(object):
         self.chars = 0
 
     def problem(self, path, text):
-        self.problems.append('%s%s: %s' % (self.where, ''.join(path), text))
+        # A node can make one problem per value: the finding names the first few, the rest are only counted.
+        if len(self.problems) < _PROBLEMS_KEPT:
+            self.problems.append('%s%s: %s' % (self.where, ''.join(path), text))
+        elif len(self.problems) == _PROBLEMS_KEPT:
+            self.problems.append('%s: more problems than these (the rest not listed)' % self.where)
 
     def text(self, path, value, limit):
         if _SURROGATE.search(value):

@@ -61,33 +61,30 @@ def input_problems(params):
 
 
 def _why(exc):
-    """An exception as one visible, bounded line (its text may carry the node's)."""
-    return node_input.one_line('%s: %s' % (type(exc).__name__, exc))[:2000]
+    """An exception as text: a report's own message names the fields, anything else says what it was."""
+    return str(exc) if isinstance(exc, report.ReportError) else '%s: %s' % (type(exc).__name__, exc)
 
 
-def node_report(name, raw, problems=None):
-    """The node's result as the reports take it: through the trust boundary (node_input.clean_node), its problems a
-    node_data finding; a result the writers cannot take (report and html_report's checks) is the node's run_incomplete
-    (verdict.incomplete_verdict, where 'report'), naming each field.  ``problems``: more of the node's, kept."""
-    clean, found = node_input.clean_node(name, raw)
-    found = list(problems or []) + found
+def node_report(name, raw):
+    """(the node's result as the reports take it, the node's problems): through the trust boundary
+    (node_input.clean_node; its problems a node_data finding), then checked by the writers' own checks; a result they
+    cannot take is the node's run_incomplete (incomplete_report) naming each field."""
+    clean, problems = node_input.clean_node(name, raw)
     try:
         html_report().check_nodes({name: clean})
     except Exception as exc:  # pylint: disable=broad-except
-        return incomplete_report(name, clean, str(exc) if isinstance(exc, report.ReportError) else _why(exc), found)
-    return node_input.with_problems(clean, found)
+        return incomplete_report(name, clean, _why(exc), problems), problems
+    return node_input.with_problems(clean, problems), problems
 
 
-def incomplete_report(name, node, why, problems=()):
-    """The run_incomplete verdict of a node whose report could not be built (``why``), keeping its tier and evidence."""
+def incomplete_report(name, node, why, problems):
+    """The run_incomplete verdict (where 'report') of a node whose report could not be built, ``why`` as one visible,
+    bounded line; it keeps the node's tier, timestamp and evidence, and its node_data ``problems``."""
     node = node if isinstance(node, dict) else {}
-    tier = node.get('tier') if isinstance(node.get('tier'), str) else None
-    result = verdict.incomplete_verdict(name, 'report', node_input.one_line(why)[:4000], tier=tier)
-    if isinstance(node.get('evidence'), str):
-        result['evidence'] = node['evidence']
-    if isinstance(node.get('timestamp'), str):
-        result['timestamp'] = node['timestamp']
-    return node_input.with_problems(result, list(problems))
+    keep = dict((key, node[key]) for key in ('tier', 'timestamp', 'evidence') if isinstance(node.get(key), str))
+    result = verdict.incomplete_verdict(name, 'report', node_input.one_line(why)[:4000], tier=keep.pop('tier', None))
+    result.update(keep)
+    return node_input.with_problems(result, problems)
 
 
 def html_report():
@@ -127,17 +124,19 @@ def write(params, check_mode):
     root, stamp = params['root'], params['timestamp']
     run_dir = os.path.join(root, stamp)
     where = os.path.abspath(run_dir)
-    nodes = dict((name, node_report(name, params['nodes'][name])) for name in sorted(params['nodes']))
+    nodes, problems = {}, {}
+    for name in sorted(params['nodes']):
+        nodes[name], problems[name] = node_report(name, params['nodes'][name])
     drawn, failed = ({}, {}) if check_mode else page.draw_charts(nodes)
     per_node = {}
     for name in sorted(nodes):
         if name in failed:
-            nodes[name] = incomplete_report(name, nodes[name], failed[name])
+            nodes[name] = incomplete_report(name, nodes[name], failed[name], problems[name])
         try:
             per_node[name] = node_files(name, nodes[name], where, stamp, params['sender'], drawn.get(name) if page.HAS_MATPLOTLIB else None)
         except Exception as exc:  # pylint: disable=broad-except
             # One node's data never stops another node's report: this node's is its run_incomplete.
-            nodes[name] = incomplete_report(name, nodes[name], _why(exc))
+            nodes[name] = incomplete_report(name, nodes[name], _why(exc), problems[name])
             per_node[name] = node_files(name, nodes[name], where, stamp, params['sender'], [] if page.HAS_MATPLOTLIB else None)
     table = report.summary_table(nodes)
     timing = None
