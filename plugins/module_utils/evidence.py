@@ -279,9 +279,9 @@ def _members(tarball, limits):
     """Iterate (relative path, TarInfo, archive) over the bundle in one forward pass (the caller reads a regular
     member's data with archive.extractfile while it is the current one).  Every limit and every member is checked as
     it comes: neither a file nor a folder, a path outside the folder, a name twice, too many members or bytes."""
-    if os.path.getsize(tarball) > limits['max_bundle_bytes']:
-        raise EvidenceError('the bundle %s is %d bytes (limit %d, max_bundle_bytes)' % (tarball, os.path.getsize(tarball),
-                                                                                     limits['max_bundle_bytes']))
+    size = os.path.getsize(tarball)
+    if size > limits['max_bundle_bytes']:
+        raise EvidenceError('the bundle %s is %d bytes (limit %d, max_bundle_bytes)' % (tarball, size, limits['max_bundle_bytes']))
     seen = set()
     declared = 0
     with gzip.open(tarball, 'rb') as raw:

@@ -851,6 +851,7 @@ def render_page(nodes, timestamp, run_dir, sections=None):
 
 _md = report.markdown_text
 
+
 def summary_markdown(nodes, timestamp, run_dir):
     """summary.md of one run: bucket counts, a table of the nodes, then what is wrong with each node not in bucket A."""
     check_nodes(nodes)

@@ -326,7 +326,7 @@ def summary_table(nodes):
     for peer, entry in sorted(suspect_peers(nodes).items()):
         out.append(one_line('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
             '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], f['first_value'], f.get('unit') or '',
-                                              f['first_peer'], f['second_value'], f['second_peer'])
+                                                f['first_peer'], f['second_value'], f['second_peer'])
             for f in entry['figures']))))
     return '\n'.join(out) + '\n'
 

@@ -368,7 +368,7 @@ def zeros_bomb(path, size, header_type=tarfile.REGTYPE):
     block = gzip.compress(b'\0' * (1 << 20))
     with open(str(path), 'wb') as handle:
         handle.write(gzip.compress(info.tobuf(format=tarfile.GNU_FORMAT)))
-        for _ in range(-(-size // (1 << 20)) + 1):
+        for _megabyte in range(-(-size // (1 << 20)) + 1):
             handle.write(block)
 
 
