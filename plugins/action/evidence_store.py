@@ -39,9 +39,10 @@ class ActionModule(ControllerAction):
                 params[name] = self._loader.path_dwim(params[name])
         return evidence_store.store(params, check_mode, fetch=self._fetch)
 
-    def _fetch(self, src, local_path):
+    def _fetch(self, src, local_path, max_bytes):
         """Copy the node's ``src`` to ``local_path`` over the task's connection, as ansible.builtin.fetch does: slurp
-        under become (the bundle belongs to the become user), the connection's own transfer otherwise."""
+        under become (the bundle belongs to the become user), the connection's own transfer otherwise.  A slurped copy
+        of more than ``max_bytes`` is refused before it is decoded (the transfer's copy is measured by the caller)."""
         try:
             if self._connection.become:
                 slurped = self._execute_module(module_name='ansible.legacy.slurp', module_args={'src': src},
@@ -50,6 +51,9 @@ class ActionModule(ControllerAction):
                     raise evidence.EvidenceError('slurp could not read it: %s' % slurped.get('msg', 'no content'))
                 if slurped.get('encoding') != 'base64':
                     raise evidence.EvidenceError('slurp returned it as %r, not base64' % (slurped.get('encoding'),))
+                if len(slurped['content']) > (max_bytes + 2) // 3 * 4:
+                    raise evidence.EvidenceError('slurp returned %d base64 characters, more than a bundle of %d bytes '
+                                                 '(max_bundle_bytes)' % (len(slurped['content']), max_bytes))
                 try:
                     data = base64.b64decode(slurped['content'], validate=True)
                 except (binascii.Error, TypeError, ValueError) as exc:

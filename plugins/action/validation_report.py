@@ -16,6 +16,7 @@ from ansible_collections.gpufleet.netval.plugins.plugin_utils.controller_action 
 class ActionModule(ControllerAction):
     NAME = 'validation_report'
     ARGUMENT_SPEC = report_task.ARGUMENT_SPEC
+    NODE_DATA = ('nodes',)
 
     def task_result(self, params, check_mode):
         # A relative root is relative to the working folder, as it was for the module (the local connection's).

@@ -18,8 +18,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils import baseline as base
-from ansible_collections.gpufleet.netval.plugins.module_utils import drift, prometheus
-from ansible_collections.gpufleet.netval.plugins.module_utils.report import xml_text
+from ansible_collections.gpufleet.netval.plugins.module_utils import drift, node_input, prometheus
+from ansible_collections.gpufleet.netval.plugins.module_utils.report import markdown_text, xml_text
 
 REPORT_SCHEMA = 'gpufleet.netval/drift-report'
 REPORT_SCHEMA_VERSION = 1
@@ -31,18 +31,32 @@ def _type_name(value):
     return 'null' if value is None else type(value).__name__
 
 
+def _node_data_finding(problems):
+    """The red finding of a node whose data node_input had to bound or make visible (the node returned it)."""
+    what = node_input.problems_text(problems)
+    return {'check': node_input.NODE_DATA, 'subject': 'node result', 'severity': drift.RED, 'kind': node_input.NODE_DATA,
+            'baseline': None, 'current': what,
+            'detail': 'The node returned data the controller does not take as it is (%s); look at the node before trusting '
+                      'this comparison.' % what}
+
+
 def check_nodes(nodes):
-    """``nodes`` normalized to {name: {findings: [...], ...}}; DriftError naming every malformed field."""
+    """``nodes`` normalized to {name: {findings: [...], ...}}; DriftError naming every malformed field.
+
+    What the nodes returned is in the findings (device names, firmware strings, kernel-log lines): every entry goes
+    through node_input.clean_value (text visible and bounded, nesting and sizes bounded), and a node whose data had to
+    be changed gets a red ``node_data`` finding saying what.
+    """
     if not isinstance(nodes, dict):
         raise drift.DriftError('nodes must be a dict of node name to {findings: [...]} (or to a list of findings), got %s' % _type_name(nodes))
     out = {}
     problems = []
     for name in sorted(nodes, key=str):
-        entry = nodes[name]
         where = 'nodes.%s' % name
         if not isinstance(name, str) or not name:
             problems.append('node names must be non-empty text, got %r' % (name,))
             continue
+        entry, cleaner = node_input.clean_value(where, nodes[name])
         if entry is None:
             # A host of the run whose capture never reached the report: it stays in every report, red.
             entry = {'run_incomplete': {'where': 'the run', 'why': 'no capture of this node reached the report (it stopped answering '
@@ -50,6 +64,10 @@ def check_nodes(nodes):
         if isinstance(entry, dict) and isinstance(entry.get('run_incomplete'), dict) and 'findings' not in entry:
             broke = entry['run_incomplete']
             entry = dict(entry, findings=[drift.run_incomplete(broke.get('where'), failure_text(broke.get('why')), entry.get('timestamp'))])
+        if cleaner.problems and isinstance(entry, (dict, list)):
+            entry = {'findings': entry} if isinstance(entry, list) else dict(entry)
+            if isinstance(entry.get('findings'), list):
+                entry['findings'] = entry['findings'] + [_node_data_finding(cleaner.problems)]
         if isinstance(entry, list):
             entry = {'findings': entry}
         if not isinstance(entry, dict):
@@ -117,8 +135,7 @@ def report_json(nodes, generated=None):
 
 
 def _cell(value):
-    text = '' if value is None else (json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value))
-    return text.replace('\\', '\\\\').replace('|', '\\|').replace('\r', ' ').replace('\n', ' ')
+    return markdown_text(json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value)
 
 
 _SECTION_TITLES = ((drift.RED, 'Red'), (drift.EXPECTED, 'Expected (maintenance)'), (drift.INFO, 'Info'))

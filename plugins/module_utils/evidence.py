@@ -13,6 +13,7 @@ MANIFEST.sha256`` verifies it from inside the folder.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import gzip
 import hashlib
 import json
 import os
@@ -21,8 +22,19 @@ import shutil
 import stat
 import tarfile
 import tempfile
+import zlib
 
 MANIFEST = 'MANIFEST.sha256'
+# What one bundle from a node may hold, unless the caller says otherwise (evidence_store's options, the evidence role's
+# defaults): the .tar.gz as fetched, the tar stream it unpacks to (files and headers), its members (files and folders).
+# A real 8-GPU node's bundle is tens of MB and a few hundred members.
+BUNDLE_LIMITS = {'max_bundle_bytes': 256 * 1024 * 1024, 'max_unpacked_bytes': 1024 * 1024 * 1024, 'max_members': 4096}
+# The manifest is read into memory: a real one is some tens of KB.
+MANIFEST_MAX_BYTES = 4 * 1024 * 1024
+# A tar header's own data (a long name, pax records) is read into memory by tarfile: a real one is a few hundred bytes.
+_TAR_HEADER_MAX_BYTES = 64 * 1024
+_CHUNK = 1024 * 1024
+_SHA256_LINE = re.compile(r'([0-9a-f]{64})  (.*)')
 _SAFE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._@+-]{0,254}')
 STAMP_RE = re.compile(r'\d{8}T\d{6}Z')
 _NOFOLLOW = getattr(os, 'O_NOFOLLOW', 0)
@@ -84,10 +96,14 @@ def fsync_dir(path):
 
 
 def write_new_file(path, data, mode=0o644):
-    """Create ``path`` (never over anything, never through a symlink), write ``data`` and fsync it."""
+    """Create ``path`` (never over anything, never through a symlink), write ``data`` (bytes, or a file object read in
+    chunks) and fsync it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
     with os.fdopen(fd, 'wb') as handle:
-        handle.write(data)
+        if hasattr(data, 'read'):
+            shutil.copyfileobj(data, handle, _CHUNK)
+        else:
+            handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -108,16 +124,33 @@ def write_manifest(folder):
     return entries
 
 
-def read_manifest(folder):
-    """[(digest, relative path)] of the folder's MANIFEST.sha256; ValueError for a line that is not sha256sum's."""
+def manifest_entries(text):
+    """[(digest, relative path)] of a MANIFEST.sha256's text, in its order.  ValueError naming the line for one that is
+    not ``<64 hex>  <name>``, a name that is not a path inside the bundle's folder (safe_relpath: no absolute path, no
+    '..', letters, digits and . _ @ + - components), the manifest itself, or a name listed twice."""
     entries = []
-    with open(os.path.join(folder, MANIFEST), 'r') as handle:
-        for line in handle:
-            line = line.rstrip('\n')
-            if line:
-                digest, rel = line.split('  ', 1)
-                entries.append((digest, rel))
+    seen = set()
+    for number, line in enumerate(text.split('\n'), 1):
+        if not line:
+            continue
+        match = _SHA256_LINE.fullmatch(line)
+        if match is None:
+            raise ValueError('line %d is not "<sha256>  <name>": %r' % (number, line[:200]))
+        try:
+            rel = safe_relpath(match.group(2))
+        except EvidenceError as exc:
+            raise ValueError('line %d: %s' % (number, exc))
+        if rel == MANIFEST or rel in seen:
+            raise ValueError('line %d lists %s %s' % (number, rel, 'again' if rel in seen else ', the manifest itself'))
+        seen.add(rel)
+        entries.append((match.group(1), rel))
     return entries
+
+
+def read_manifest(folder):
+    """[(digest, relative path)] of the folder's MANIFEST.sha256 (manifest_entries); ValueError for a line it refuses."""
+    with open(os.path.join(folder, MANIFEST), 'r', encoding='utf-8') as handle:
+        return manifest_entries(handle.read())
 
 
 def mismatches(folder, entries):
@@ -213,50 +246,135 @@ def _member_path(name):
     return os.path.join(*parts)
 
 
-def unpack_bundle(tarball, folder):
-    """Unpack the fetched bundle ``tarball`` into ``folder`` (the folder it was fetched to) and verify its manifest.
+class _TarHeader(tarfile.TarInfo):
+    """A tar header that tarfile reads on: not a sparse file, and no header data (long name, pax records) that would
+    have it read more than _TAR_HEADER_MAX_BYTES into memory."""
 
-    Only folders and regular files at paths inside ``folder`` are taken; a link, a device or a path that leaves the
-    folder is refused, and so is a file that is already there (nothing is overwritten, never through a symlink).
-    Every file is fsynced.  Returns the manifest's relative paths; raises EvidenceError naming what is wrong, every file
-    whose checksum does not match included.
+    def _proc_member(self, archive):  # pylint: disable=arguments-renamed
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise EvidenceError('the bundle holds %r, a sparse file; a bundle holds plain files' % (self.name,))
+        if self.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                         tarfile.SOLARIS_XHDTYPE) and self.size > _TAR_HEADER_MAX_BYTES:
+            raise EvidenceError('the bundle holds a tar header of %d bytes (limit %d)' % (self.size, _TAR_HEADER_MAX_BYTES))
+        return super(_TarHeader, self)._proc_member(archive)
+
+
+class _Bounded(object):
+    """The decompressed tar stream, read by tarfile in stream mode (small reads, forward only): past ``limit`` bytes in
+    all it raises EvidenceError, before a gzip bomb costs memory or disk."""
+
+    def __init__(self, raw, limit, tarball):
+        self.raw, self.limit, self.tarball, self.count = raw, limit, tarball, 0
+
+    def read(self, size=-1):
+        size = self.limit + 1 - self.count if size is None or size < 0 else min(size, self.limit + 1 - self.count)
+        data = self.raw.read(max(size, 0))
+        self.count += len(data)
+        if self.count > self.limit:
+            raise EvidenceError('the bundle %s unpacks to more than %d bytes (max_unpacked_bytes)' % (self.tarball, self.limit))
+        return data
+
+
+def _members(tarball, limits):
+    """Iterate (relative path, TarInfo, archive) over the bundle in one forward pass (the caller reads a regular
+    member's data with archive.extractfile while it is the current one).  Every limit and every member is checked as
+    it comes: neither a file nor a folder, a path outside the folder, a name twice, too many members or bytes."""
+    size = os.path.getsize(tarball)
+    if size > limits['max_bundle_bytes']:
+        raise EvidenceError('the bundle %s is %d bytes (limit %d, max_bundle_bytes)' % (tarball, size, limits['max_bundle_bytes']))
+    seen = set()
+    declared = 0
+    with gzip.open(tarball, 'rb') as raw:
+        with tarfile.open(fileobj=_Bounded(raw, limits['max_unpacked_bytes'], tarball), mode='r|', tarinfo=_TarHeader) as archive:
+            for member in archive:
+                if len(seen) >= limits['max_members']:
+                    raise EvidenceError('the bundle %s holds more than %d members (max_members)' % (tarball, limits['max_members']))
+                if member.issparse() or not (member.isdir() or member.isreg()):
+                    raise EvidenceError('the bundle %s holds %r, which is neither a file nor a folder' % (tarball, member.name))
+                rel = _member_path(member.name)
+                if rel in seen:
+                    raise EvidenceError('the bundle %s holds %s twice; evidence is never overwritten' % (tarball, rel))
+                seen.add(rel)
+                declared += member.size if member.isreg() else 0
+                if declared > limits['max_unpacked_bytes']:
+                    raise EvidenceError('the bundle %s declares more than %d bytes of files (max_unpacked_bytes)'
+                                        % (tarball, limits['max_unpacked_bytes']))
+                yield rel, member, archive
+
+
+def _read_bundle(tarball, limits):
+    """One pass over the bundle, nothing written: ({relative path: sha256} of its regular files, each hashed once,
+    the manifest's text)."""
+    digests = {}
+    manifest = None
+    for rel, member, archive in _members(tarball, limits):
+        if not member.isreg():
+            continue
+        if rel == MANIFEST:
+            if member.size > MANIFEST_MAX_BYTES:
+                raise EvidenceError('the manifest of %s is %d bytes (limit %d)' % (tarball, member.size, MANIFEST_MAX_BYTES))
+            manifest = archive.extractfile(member).read()
+            continue
+        digest = hashlib.sha256()
+        source = archive.extractfile(member)
+        for block in iter(lambda: source.read(_CHUNK), b''):
+            digest.update(block)
+        digests[rel] = digest.hexdigest()
+    return digests, manifest
+
+
+def unpack_bundle(tarball, folder, limits=None, reserved=()):
+    """Unpack the fetched bundle ``tarball`` into ``folder`` (the folder it was fetched to), verified against its manifest.
+
+    First one pass that writes nothing: every member must be a folder or a regular file at a path inside ``folder``,
+    named once, within ``limits`` (BUNDLE_LIMITS: the .tar.gz's bytes, the bytes it unpacks to, its members; checked
+    as the bundle is read, so a bomb costs neither memory nor disk); every file is hashed once and the manifest read
+    (manifest_entries: names inside the folder, none twice, none of ``reserved``) and compared.  Then only the files the
+    manifest lists are written (the manifest with them), never over a file and never through a symlink, each fsynced.
+    Returns (the manifest's relative paths, the files it does not list, which were not written).  Raises EvidenceError
+    naming what is wrong, every file whose checksum does not match included; what the first pass finds leaves nothing
+    written (a file already there, or a full disk, is found while writing).
     """
     real_dir(folder)
+    limits = dict(BUNDLE_LIMITS, **(limits or {}))
     try:
-        archive = tarfile.open(tarball, mode='r:*')
-    except (OSError, tarfile.TarError) as exc:
-        raise EvidenceError('cannot open the bundle %s: %s' % (tarball, exc))
-    with archive:
-        try:
-            members = archive.getmembers()
-        except (OSError, tarfile.TarError, EOFError) as exc:
-            raise EvidenceError('the bundle %s is damaged: %s' % (tarball, exc))
-        for member in members:
-            if not (member.isdir() or member.isreg()):
-                raise EvidenceError('the bundle %s holds %r, which is neither a file nor a folder' % (tarball, member.name))
-        # Every path is checked before anything is written.
-        targets = sorted(((os.path.join(folder, _member_path(member.name)), member) for member in members), key=lambda target: target[0])
-        for path, member in targets:
-            if member.isdir():
-                os.makedirs(path, 0o755, exist_ok=True)
-                continue
-            os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
-            try:
-                write_new_file(path, archive.extractfile(member).read())
-            except FileExistsError:
-                raise EvidenceError('%s already exists; evidence is never overwritten' % path)
-    for base, _dirs, _files in os.walk(folder, topdown=False):
-        fsync_dir(base)
-    if not os.path.isfile(os.path.join(folder, MANIFEST)):
+        digests, manifest = _read_bundle(tarball, limits)
+    except (OSError, EOFError, tarfile.TarError, zlib.error) as exc:
+        raise EvidenceError('the bundle %s cannot be read as a .tar.gz: %s' % (tarball, exc))
+    if manifest is None:
         raise EvidenceError('the bundle %s has no %s' % (tarball, MANIFEST))
     try:
-        entries = read_manifest(folder)
-        bad = mismatches(folder, entries)
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        raise EvidenceError('the manifest of %s cannot be read as sha256sum lines: %s' % (folder, exc))
+        entries = manifest_entries(manifest.decode('utf-8'))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EvidenceError('the manifest of %s cannot be read as sha256sum lines: %s' % (tarball, exc))
+    taken = [rel for _digest, rel in entries if rel in reserved]
+    if taken:
+        raise EvidenceError('the bundle %s lists a %s of its own: that name is the controller\'s to write; nothing was written '
+                            'and no link was changed' % (tarball, ', '.join(taken)))
+    bad = [rel for digest, rel in entries if digests.get(rel) != digest]
     if bad:
-        raise EvidenceError('checksums do not match in %s: %s' % (folder, ', '.join(bad)))
-    return [rel for _digest, rel in entries]
+        raise EvidenceError('checksums do not match in %s: %s' % (folder, ', '.join(
+            '%s%s' % (rel, '' if rel in digests else ' (not in the bundle)') for rel in bad)))
+    listed = set(rel for _digest, rel in entries) | set([MANIFEST])
+    problems = claim_names([(rel, rel) for rel in listed])
+    if problems:
+        raise EvidenceError('the manifest of %s: %s' % (tarball, '; '.join(problems)))
+    try:
+        for rel, member, archive in _members(tarball, limits):
+            if rel not in listed or not member.isreg():
+                continue
+            path = os.path.join(folder, rel)
+            os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+            try:
+                write_new_file(path, archive.extractfile(member))
+            except FileExistsError:
+                raise EvidenceError('%s already exists; evidence is never overwritten' % path)
+    except (OSError, EOFError, tarfile.TarError, zlib.error) as exc:
+        raise EvidenceError('the bundle %s cannot be unpacked into %s: %s' % (tarball, folder, exc))
+    for base, _dirs, _files in os.walk(folder, topdown=False):
+        fsync_dir(base)
+    ignored = sorted(rel for rel in digests if rel not in listed)
+    return [rel for _digest, rel in entries], ignored
 
 
 def replace_file(path, data, mode=0o644):

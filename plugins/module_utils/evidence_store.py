@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, validate
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input, validate
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
 
@@ -27,7 +27,12 @@ ARGUMENT_SPEC = dict(
     dest=dict(type='path', required=True),
     baseline=dict(type='dict'),
     baseline_link=dict(type='path'),
+    # What one node's bundle may be (evidence.BUNDLE_LIMITS; the evidence role passes its evidence_max_* defaults).
+    max_bundle_bytes=dict(type='int', default=evidence.BUNDLE_LIMITS['max_bundle_bytes']),
+    max_unpacked_bytes=dict(type='int', default=evidence.BUNDLE_LIMITS['max_unpacked_bytes']),
+    max_members=dict(type='int', default=evidence.BUNDLE_LIMITS['max_members']),
 )
+LIMIT_OPTIONS = ('max_bundle_bytes', 'max_unpacked_bytes', 'max_members')
 
 SHA256_RE = re.compile(r'[0-9a-f]{64}')
 BASELINE = 'baseline.json'
@@ -58,6 +63,7 @@ def option_problems(params, can_fetch):
         problems.append('src_sha256 needs src')
     if params['baseline_link'] and params['baseline'] is None:
         problems.append('baseline_link needs baseline')
+    problems.extend(validate.problems_of(validate.check_number(name, params[name], 1, 1 << 50) for name in LIMIT_OPTIONS))
     return problems
 
 
@@ -70,11 +76,12 @@ def _bundle_name(name):
         return False
 
 
-def fetch_bundle(fetch, src, dest, sha256):
+def fetch_bundle(fetch, src, dest, sha256, max_bytes=evidence.BUNDLE_LIMITS['max_bundle_bytes']):
     """Bring the node's bundle ``src`` into ``dest`` (made with its parents) under its own name through
-    ``fetch(src, local_path)``, which writes ``local_path``; returns the bundle's path in ``dest``.  The copy lands under a hidden name and
-    is linked into place only when its sha256 is the one the node's capture reported: a half-fetched or altered bundle
-    never takes the name, and nothing is written over.  Raises EvidenceError."""
+    ``fetch(src, local_path, max_bytes)``, which writes ``local_path`` (and may refuse more than ``max_bytes``); returns the
+    bundle's path in ``dest``.  The copy lands under a hidden name; one of more than ``max_bytes`` is refused before it is
+    hashed, and it is linked into place only when its sha256 is the one the node's capture reported: a half-fetched or
+    altered bundle never takes the name, and nothing is written over.  Raises EvidenceError."""
     try:
         os.makedirs(dest, 0o755, exist_ok=True)
     except OSError as exc:
@@ -86,7 +93,10 @@ def fetch_bundle(fetch, src, dest, sha256):
         raise evidence.EvidenceError('%s is already there: evidence is never overwritten' % final)
     partial = os.path.join(dest, '.%s.%s.partial' % (name, os.urandom(6).hex()))
     try:
-        fetch(src, partial)
+        fetch(src, partial, max_bytes)
+        size = os.path.getsize(partial)
+        if size > max_bytes:
+            raise evidence.EvidenceError('the copy of %s is %d bytes (limit %d, max_bundle_bytes)' % (src, size, max_bytes))
         got = evidence.sha256_file(partial)
         if got != sha256:
             raise evidence.EvidenceError('the copy of %s has sha256 %s, not the %s the node\'s capture reported '
@@ -116,34 +126,34 @@ def _take_name(partial, final):
 
 def store(params, check_mode=False, fetch=None):
     """The task's result for ``params`` (through ARGUMENT_SPEC): the bundle fetched (``src``, with ``fetch``: see
-    fetch_bundle), unpacked and verified, the baseline kept."""
+    fetch_bundle), unpacked and verified within the limits, the baseline written by the controller from ``baseline``
+    (never a file of the bundle's: one that lists baseline.json is refused)."""
     dest, tarball, link = params['dest'], params['tarball'], params['baseline_link']
     problems = option_problems(params, fetch is not None)
     if problems:
         return validate.invalid_result('evidence_store', problems)
+    limits = dict((name, params[name]) for name in LIMIT_OPTIONS)
     if params['src'] is not None:
         tarball = os.path.join(dest, os.path.basename(params['src']))
     baseline_path = os.path.join(dest, BASELINE) if params['baseline'] is not None else None
     if check_mode:
-        return dict(changed=False, location=dest, tarball=tarball, files=[], baseline=baseline_path, baseline_written=False,
-                    **SUCCESS)
-    written = False
+        return dict(changed=False, location=dest, tarball=tarball, files=[], ignored=[], baseline=baseline_path,
+                    baseline_written=False, **SUCCESS)
     try:
         if params['src'] is not None:
-            fetch_bundle(fetch, params['src'], dest, params['src_sha256'])
-        files = evidence.unpack_bundle(tarball, dest)
-        if baseline_path and BASELINE in files:
-            raise evidence.EvidenceError('the bundle holds a %s of its own; the baseline is the controller\'s to write, '
-                                         'none was written and the baseline link was left alone' % BASELINE)
+            fetch_bundle(fetch, params['src'], dest, params['src_sha256'], limits['max_bundle_bytes'])
+        files, ignored = evidence.unpack_bundle(tarball, dest, limits, reserved=(BASELINE,))
         if baseline_path:
-            if not os.path.lexists(baseline_path):
-                text = json.dumps(params['baseline'], indent=4, sort_keys=True, default=str) + '\n'
+            text = json.dumps(params['baseline'], indent=4, sort_keys=True, default=str) + '\n'
+            try:
                 evidence.write_new_file(baseline_path, text.encode('utf-8'))
-                written = True
+            except FileExistsError:
+                raise evidence.EvidenceError('%s is already there and is not the controller\'s; the baseline link was left alone'
+                                             % baseline_path)
             if link:
                 evidence.replace_symlink(link, os.path.basename(os.path.normpath(dest)))
     except (evidence.EvidenceError, OSError) as exc:
-        return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, exc),
+        return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, node_input.one_line(exc)),
                     **failure('evidence_error'))
-    return dict(changed=True, location=dest, tarball=tarball, files=files, baseline=baseline_path, baseline_written=written,
-                **SUCCESS)
+    return dict(changed=True, location=dest, tarball=tarball, files=files, ignored=[node_input.one_line(rel) for rel in ignored],
+                baseline=baseline_path, baseline_written=baseline_path is not None, **SUCCESS)

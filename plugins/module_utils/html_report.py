@@ -33,6 +33,8 @@ Optional inputs the charts read beyond the verdict's fields:
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
+import hashlib
 import io
 import multiprocessing
 import os
@@ -46,11 +48,18 @@ from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, 
 try:
     import matplotlib
     from matplotlib.figure import Figure
-    HAS_MATPLOTLIB = True
-    MATPLOTLIB_IMPORT_ERROR = None
+    # Node text (HCA names, peers, units) goes into the charts: drawn as plain text, never parsed as mathtext.
+    HAS_MATPLOTLIB = 'text.parse_math' in matplotlib.rcParams
+    MATPLOTLIB_IMPORT_ERROR = None if HAS_MATPLOTLIB else (
+        'matplotlib %s cannot draw text without parsing it as mathtext (text.parse_math needs matplotlib 3.6 or later)'
+        % matplotlib.__version__)
 except ImportError:
     HAS_MATPLOTLIB = False
     MATPLOTLIB_IMPORT_ERROR = traceback.format_exc()
+# What the page says in place of its charts when matplotlib cannot draw them.
+CHARTS_MISSING = ('No charts: matplotlib (3.6 or later) is not installed where this report was written, normally the controller; '
+                  'install it there (pip install matplotlib) and re-run to draw them. Every figure is in the tables below and in '
+                  'the nodes/*.json files.')
 
 STATUS_COLOURS = {
     'healthy': '#2e7d32',
@@ -71,7 +80,7 @@ FAMILY_TITLES = {
 NODE_FAMILIES = ('tcp', 'aggregate_bw', 'nccl')
 # A figure that moved less than this fraction over the history is drawn as background in the drift chart.
 DRIFT_STEADY = 0.01
-_SVG_RC = {'svg.fonttype': 'none', 'svg.hashsalt': 'gpufleet.netval', 'font.size': 9,
+_SVG_RC = {'svg.fonttype': 'none', 'svg.hashsalt': 'gpufleet.netval', 'font.size': 9, 'text.parse_math': False,
            'axes.spines.top': False, 'axes.spines.right': False}
 
 
@@ -266,16 +275,45 @@ def run_charts(nodes):
 # ---------------------------------------------------------------- matplotlib
 
 _ID = re.compile(r'\bid="([^"]+)"')
+_STYLE_ATTRIBUTE = re.compile(r' style="([^"]*)"')
+_STYLE_SHEET = re.compile(r'\s*<style type="text/css">\*\{([^}<]*)\}</style>')
+
+
+_FONT_SHORTHAND = re.compile(r'(?:(?P<style>italic|oblique) )?(?:(?P<weight>bold|light|\d00) )?(?P<size>[\d.]+px) (?P<family>.+)')
+
+
+def _presentation_attributes(declarations):
+    """CSS declarations ('fill: #fff; stroke-width: 0.8') as SVG presentation attributes (' fill="#fff" stroke-width="0.8"').
+
+    matplotlib before 3.8 writes text's font as the 'font' shorthand, which is no attribute: it becomes its parts."""
+    pairs = []
+    for name, value in (part.split(':', 1) for part in declarations.split(';') if ':' in part):
+        name, value = name.strip(), value.strip()
+        font = _FONT_SHORTHAND.fullmatch(value) if name == 'font' else None
+        if font:
+            pairs.extend(('font-%s' % part, font.group(part)) for part in ('style', 'weight', 'size', 'family') if font.group(part))
+        else:
+            pairs.append((name, value))
+    return ''.join(' %s="%s"' % pair for pair in pairs)
 
 
 def _svg(figure, prefix):
-    """The figure as an inline <svg> element: no XML prolog, no metadata, no namespace URLs, ids unique to ``prefix``."""
+    """The figure as an inline <svg> element: no XML prolog, no metadata, no namespace URLs, ids unique to ``prefix``.
+
+    No style attribute or style sheet either: matplotlib's become presentation attributes (every property it writes is
+    one), so the page's Content-Security-Policy allows no inline style but its own style sheet.
+    """
     buffer = io.StringIO()
     figure.savefig(buffer, format='svg', metadata={'Date': None, 'Creator': None, 'Format': None, 'Type': None})
     text = buffer.getvalue()
     text = text[text.index('<svg'):]
     text = re.sub(r'<metadata>.*?</metadata>\s*', '', text, flags=re.S)
     text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', '', text)
+    defaults = ''.join(_presentation_attributes(rule) for rule in _STYLE_SHEET.findall(text))
+    text = _STYLE_SHEET.sub('', text)
+    text = _STYLE_ATTRIBUTE.sub(lambda match: _presentation_attributes(match.group(1)), text)
+    # The style sheet's '*' rule set these for every element; inherited from the root they apply where nothing overrides them.
+    text = text.replace('<svg ', '<svg%s ' % defaults, 1)
     ids = _ID.findall(text)
     for ident in ids:
         text = text.replace('id="%s"' % ident, 'id="%s-%s"' % (prefix, ident))
@@ -460,6 +498,9 @@ def _heatmap_chart(nodes, prefix):
 
 
 def _chart_svg(node, key, prefix):
+    """One chart's SVG; for ``peer_heatmap`` ``node`` is the run's nodes."""
+    if key == 'peer_heatmap':
+        return _heatmap_chart(node, prefix)
     if key in PER_HCA_FAMILIES:
         return _family_chart(node, key, prefix)
     if key == 'node_figures':
@@ -475,13 +516,28 @@ _CHART_JOBS = []
 _POOL_MIN_CHARTS = 4
 
 
+class ChartFailure(object):
+    """A chart that could not be drawn: why (the exception, as text), in place of its SVG."""
+
+    def __init__(self, why):
+        self.why = why
+
+
+def _draw_one(node, key, prefix):
+    """The chart's SVG, or a ChartFailure: one node's chart never stops another node's."""
+    try:
+        return _chart_svg(node, key, prefix)
+    except Exception as exc:  # pylint: disable=broad-except
+        return ChartFailure('cannot draw the %s chart: %s: %s' % (key, type(exc).__name__, exc))
+
+
 def _draw_job(index):
     node, key, prefix = _CHART_JOBS[index]
-    return _chart_svg(node, key, prefix)
+    return _draw_one(node, key, prefix)
 
 
 def _draw_charts(jobs):
-    """The SVG of every (node, key, prefix) in ``jobs``, in order.
+    """The SVG (or ChartFailure) of every (node, key, prefix) in ``jobs``, in order.
 
     Each chart costs matplotlib about half a second of CPU and the page of a fleet holds three or more per node, so
     they are drawn side by side in forked workers, one per CPU the process may use (the charts depend only on their
@@ -490,13 +546,51 @@ def _draw_charts(jobs):
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
     workers = min(cpus, len(jobs))
     if workers < 2 or len(jobs) < _POOL_MIN_CHARTS or 'fork' not in multiprocessing.get_all_start_methods():
-        return [_chart_svg(*job) for job in jobs]
+        return [_draw_one(*job) for job in jobs]
     _CHART_JOBS[:] = jobs
     try:
         with multiprocessing.get_context('fork').Pool(workers) as pool:
             return pool.map(_draw_job, range(len(jobs)), chunksize=1)
     finally:
         _CHART_JOBS[:] = []
+
+
+def draw_charts(nodes):
+    """({name: [(key, svg)]}, {name: why}): every node's charts (charts_for), and the nodes one of whose charts could not
+    be drawn, with the reason.  ({}, {}) when matplotlib cannot draw (HAS_MATPLOTLIB): the page says so instead."""
+    if not HAS_MATPLOTLIB:
+        return {}, {}
+    order = _ordered(nodes)
+    planned, failed = {}, {}
+    for name in order:
+        try:
+            planned[name] = charts_for(nodes[name])
+        except Exception as exc:  # pylint: disable=broad-except
+            planned[name], failed[name] = [], 'cannot plan the charts: %s: %s' % (type(exc).__name__, exc)
+    jobs = [(nodes[name], key, 'n%dc%d' % (index, number)) for index, name in enumerate(order) for number, key in enumerate(planned[name])]
+    with matplotlib.rc_context(_SVG_RC):
+        drawings = iter(_draw_charts(jobs))
+    drawn = {}
+    for name in order:
+        drawn[name] = [(key, next(drawings)) for key in planned[name]]
+        failures = [svg.why for _key, svg in drawn[name] if isinstance(svg, ChartFailure)]
+        if failures:
+            failed[name] = '; '.join(failures)
+    return drawn, failed
+
+
+def _heatmap(nodes):
+    """The run's peer heatmap figure element, '' when there is none or it cannot be drawn (it is about peers, not one node)."""
+    if not HAS_MATPLOTLIB or not run_charts(nodes):
+        return ''
+    with matplotlib.rc_context(_SVG_RC):
+        svg = _draw_one(nodes, 'peer_heatmap', 'run')
+    if isinstance(svg, ChartFailure):
+        return '<p class="none">The per-HCA bandwidth by peer could not be drawn (%s).</p>' % _e(svg.why)
+    return ('<section class="run" id="peers"><h2>Per-HCA bandwidth by peer</h2>'
+            '<p class="meta">Mean of each node\'s per-HCA figures from that peer, as a fraction of the healthy floor: '
+            'a peer that is low for every node is the suspect, not the nodes.</p>'
+            '<figure class="chart" data-chart="peer_heatmap">%s</figure></section>' % svg)
 
 
 # ---------------------------------------------------------------- page
@@ -597,6 +691,7 @@ figure.chart{margin:12px 0;overflow-x:auto}figure.chart svg{width:100%;max-width
 .links a{margin-right:14px}
 details{margin-top:8px}summary{cursor:pointer;color:#36505f}
 .none{color:#6b7780;font-style:italic}
+.warning{background:#fff4e0;border-left:6px solid #ef8f00;padding:8px 14px;margin:0 0 18px}
 '''
 
 # Sort the overview by a column: click a header; a second click reverses. Cells sort by data-sort, else their text.
@@ -676,11 +771,15 @@ def _below_table(node):
     return '\n'.join(out)
 
 
-def _node_section(node, run_dir, charts, svgs):
-    """One node's section; ``charts`` are its chart keys, ``svgs`` their drawings in the same order."""
+def node_section(node, run_dir, drawn):
+    """One node's section of the page; ``drawn``: its charts as [(key, svg)] (draw_charts), None when matplotlib cannot
+    draw them.  A ChartFailure among them raises ChartError: that node's report is not complete."""
+    failures = [svg.why for _key, svg in drawn or [] if isinstance(svg, ChartFailure)]
+    if failures:
+        raise ChartError('nodes.%s: %s' % (node['node'], '; '.join(failures)))
     name = node['node']
     out = ['<section class="node %s" id="node-%s" data-node="%s" data-bucket="%s" data-charts="%d">' % (
-        _e(node.get('bucket')), _e(name), _e(name), _e(node.get('bucket')), len(charts))]
+        _e(node.get('bucket')), _e(name), _e(name), _e(node.get('bucket')), len(drawn or []))]
     out.append('<h2>%s <span class="badge %s">%s</span></h2>' % (_e(name), _e(node.get('bucket')),
                                                                  _e(report.BUCKET_WORDS.get(node.get('bucket')))))
     meta = ['tier %s' % (node.get('tier_description') or node.get('tier') or '-'), 'peer %s' % (node.get('peer') or '-')]
@@ -695,54 +794,62 @@ def _node_section(node, run_dir, charts, svgs):
             '<li><code>%s</code> %s</li>' % (_e(c['cause']), _e(c['detail'])) if isinstance(c, dict) else '<li>%s</li>' % _e(c)
             for c in causes))
     out.append(_below_table(node))
-    for key, svg in zip(charts, svgs):
+    for key, svg in drawn or []:
         out.append('<figure class="chart" data-chart="%s">%s</figure>' % (_e(key), svg))
-    if not charts:
+    if drawn is None and charts_for(node):
+        out.append('<p class="none">Charts not drawn: see the note at the top of the page.</p>')
+    elif not charts_for(node):
         out.append('<p class="none">No figure was measured, so there is nothing to chart.</p>')
     out.append('<p class="links">%s</p>' % ''.join('<a href="%s">%s</a>' % (_href(href), _e(label)) for label, href in node_links(node, run_dir)))
     out.append('</section>')
     return '\n'.join(out)
 
 
-def render_page(nodes, timestamp, run_dir):
+def _hash_source(text):
+    return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode('utf-8')).digest()).decode('ascii')
+
+
+# Only the page's own style sheet and script (by their hashes); nothing loaded, no form, no base, no plugin.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src %s; script-src %s; base-uri 'none'; form-action 'none'"
+                           % (_hash_source(_STYLE), _hash_source(_SCRIPT)))
+
+
+def render_page(nodes, timestamp, run_dir, sections=None):
     """index.html of one run: the overview table, the peer heatmap when several peers were used, one section per node.
 
-    ``run_dir`` is where the page will be written; links to evidence are made relative to it.
-    Raises ReportError naming the field when ``nodes`` is malformed, RuntimeError when matplotlib is missing.
+    ``run_dir`` is where the page will be written; links to evidence are made relative to it.  ``sections``: each
+    node's section (node_section), when the caller built them (validation_report builds each node's in isolation);
+    else they are drawn here.  Without matplotlib (HAS_MATPLOTLIB) the page says so where the charts would be.
+    Raises ReportError naming the field when ``nodes`` is malformed, ChartError when a node's chart cannot be drawn.
     """
     check_nodes(nodes)
-    if not HAS_MATPLOTLIB:
-        raise RuntimeError('matplotlib is required to draw the report charts: %s' % MATPLOTLIB_IMPORT_ERROR)
     nodes = dict((name, dict(node, node=node.get('node') or name)) for name, node in nodes.items())
+    if sections is None:
+        drawn, _failed = draw_charts(nodes)
+        sections = dict((name, node_section(nodes[name], run_dir, drawn.get(name) if HAS_MATPLOTLIB else None)) for name in nodes)
     buckets = [nodes[name].get('bucket') for name in nodes]
-    with matplotlib.rc_context(_SVG_RC):
-        tiles = ''.join('<div class="tile %s"><b>%d</b>%s</div>' % (b, buckets.count(b), _e(report.BUCKET_WORDS[b])) for b in ('A', 'B', 'C'))
-        parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
-                 '<meta name="viewport" content="width=device-width, initial-scale=1">',
-                 '<title>gpufleet.netval run %s</title>' % _e(timestamp), '<style>%s</style></head><body>' % _STYLE,
-                 '<header><h1>Network validation run %s</h1><p>%d node%s &middot; buckets: A accept, B investigate, '
-                 'C return to provider</p></header><main>' % (_e(timestamp), len(nodes), '' if len(nodes) == 1 else 's'),
-                 '<div class="tiles">%s</div>' % tiles, _overview(nodes, run_dir)]
-        if run_charts(nodes):
-            parts.append('<section class="run" id="peers"><h2>Per-HCA bandwidth by peer</h2>'
-                         '<p class="meta">Mean of each node\'s per-HCA figures from that peer, as a fraction of the healthy floor: '
-                         'a peer that is low for every node is the suspect, not the nodes.</p>'
-                         '<figure class="chart" data-chart="peer_heatmap">%s</figure></section>' % _heatmap_chart(nodes, 'run'))
-        order = _ordered(nodes)
-        charts = dict((name, charts_for(nodes[name])) for name in order)
-        jobs = [(nodes[name], key, 'n%dc%d' % (index, number)) for index, name in enumerate(order)
-                for number, key in enumerate(charts[name])]
-        svgs = iter(_draw_charts(jobs))
-        for name in order:
-            parts.append(_node_section(nodes[name], run_dir, charts[name], [next(svgs) for _key in charts[name]]))
-        parts.append('</main><script>%s</script></body></html>' % _SCRIPT)
+    tiles = ''.join('<div class="tile %s"><b>%d</b>%s</div>' % (b, buckets.count(b), _e(report.BUCKET_WORDS[b])) for b in ('A', 'B', 'C'))
+    parts = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
+             '<meta http-equiv="Content-Security-Policy" content="%s">' % _e(CONTENT_SECURITY_POLICY),
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             '<title>gpufleet.netval run %s</title>' % _e(timestamp), '<style>%s</style></head><body>' % _STYLE,
+             '<header><h1>Network validation run %s</h1><p>%d node%s &middot; buckets: A accept, B investigate, '
+             'C return to provider</p></header><main>' % (_e(timestamp), len(nodes), '' if len(nodes) == 1 else 's')]
+    if not HAS_MATPLOTLIB:
+        parts.append('<p class="warning" id="charts-missing">%s</p>' % _e('%s (%s)' % (
+            CHARTS_MISSING, (MATPLOTLIB_IMPORT_ERROR or '').strip().splitlines()[-1] if MATPLOTLIB_IMPORT_ERROR else '')))
+    parts.extend(['<div class="tiles">%s</div>' % tiles, _overview(nodes, run_dir)])
+    heatmap = _heatmap(nodes)
+    if heatmap:
+        parts.append(heatmap)
+    parts.extend(sections[name] for name in _ordered(nodes))
+    parts.append('</main><script>%s</script></body></html>' % _SCRIPT)
     return '\n'.join(parts) + '\n'
 
 
 # ---------------------------------------------------------------- Markdown
 
-def _md(value):
-    return str('' if value is None else value).replace('|', '/').replace('\n', ' ')
+_md = report.markdown_text
 
 
 def summary_markdown(nodes, timestamp, run_dir):
@@ -756,17 +863,17 @@ def summary_markdown(nodes, timestamp, run_dir):
     for name in _ordered(nodes):
         node = nodes[name]
         peer = node.get('retested_against') and '%s (re-tested; first %s)' % (node['retested_against'], node.get('first_peer')) or node.get('peer')
-        lines.append('| %s | %s | %s | %s | %s |' % (_md(name), _md(node.get('bucket')), _md(node.get('tier') or '-'), _md(peer or '-'),
-                                                     _md('; '.join(_cause_names(node)) or '-')))
+        lines.append('| %s |' % ' | '.join(_md(cell) for cell in (name, node.get('bucket'), node.get('tier') or '-', peer or '-',
+                                                                  '; '.join(_cause_names(node)) or '-')))
     for name in _ordered(nodes):
         node = nodes[name]
         if node.get('bucket') == 'A':
             continue
-        lines.extend(['', '## %s: bucket %s' % (name, report.BUCKET_WORDS.get(node.get('bucket'))), ''])
+        lines.extend(['', '## %s: bucket %s' % (_md(name), report.BUCKET_WORDS.get(node.get('bucket'))), ''])
         lines.extend('- %s' % _md(text) for text in _cause_texts(node))
         if node.get('evidence'):
             # The controller path as text too: a ticket or a chat message cannot follow a relative link.
-            lines.append('- evidence bundle on the controller: `%s`' % _md(node['evidence']))
+            lines.append('- evidence bundle on the controller: %s' % _md(node['evidence'], 'code'))
         rows = below_rows(node)
         if rows:
             lines.extend(['', '| check | subject | status | measured | expected |', '| --- | --- | --- | --- | --- |'])

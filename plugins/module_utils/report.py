@@ -16,6 +16,7 @@ import re
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, prometheus
+from ansible_collections.gpufleet.netval.plugins.module_utils.node_input import one_line, visible
 
 BUCKET_WORDS = {
     'A': 'A (accept)',
@@ -28,8 +29,6 @@ class ReportError(ValueError):
     """A node result cannot be rendered; the message names the field and what was expected."""
 
 
-# Characters XML 1.0 cannot carry at all, even escaped.
-_XML_ILLEGAL = re.compile(r'[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]')
 _LIST_FIELDS = ('tests', 'findings', 'causes', 'ruled_out')
 _DICT_FIELDS = ('identity', 'nic_pci', 'counts')
 _TEXT_LIST_FIELDS = ('verbatim',)
@@ -104,14 +103,36 @@ def check_sender(sender):
 
 
 def xml_text(value):
-    """``value`` as text XML 1.0 can hold: characters it cannot carry become \\xNN."""
-    text = value if isinstance(value, str) else ('' if value is None else str(value))
-    return _XML_ILLEGAL.sub(_xml_char_escape, text)
+    """``value`` as text XML 1.0 can hold: characters it cannot carry (and the other control characters) become \\xNN."""
+    return visible(value)
 
 
-def _xml_char_escape(match):
-    code = ord(match.group())
-    return '\\x%02x' % code if code < 0x100 else '\\u%04x' % code
+# Markdown: characters that open a link, an image, raw HTML, a table cell or a code span, or escape one of those.
+_MD_INLINE = re.compile(r'[\\`|\[\]<>&]')
+# An @ that starts a word mentions someone in GitHub, GitLab and most ticket systems; a backslash does not stop it.
+_MD_MENTION = re.compile(r'(?<![0-9A-Za-z_.+-])@(?=[0-9A-Za-z_])')
+# What turns a line into a heading, a list item, a quote or a rule when it starts one.
+_MD_LINE_START = re.compile(r'#|[-+*](?=\s|$)|[-=_*]+$')
+
+
+def markdown_text(value, form='inline'):
+    """Node text (any value) for a Markdown file or the vendor letter, so that it renders as itself and nothing else.
+
+    ``inline`` (prose, a list item, a table cell): line breaks, tabs and control characters written out (``\\x0a``),
+    backslash, backtick, ``|``, ``[``, ``]``, ``<``, ``>`` and ``&`` backslash-escaped (no link, image, raw HTML,
+    entity, code span or extra table cell), an @ that starts a word put in a code span (no mention), and a leading
+    ``#``, list marker or rule escaped.  ``code``: a code span (for paths and commands outside tables; nothing inside
+    renders).  ``block``: one line of an indented code block (for tool output pasted verbatim: shown as printed).
+    """
+    text = one_line(value)
+    if form == 'block':
+        return '    ' + text
+    if form == 'code':
+        fence = '`' * (max([len(run) for run in re.findall('`+', text)] + [0]) + 1)
+        pad = ' ' if text.startswith('`') or text.endswith('`') or not text.strip(' ') else ''
+        return '%s%s%s%s%s' % (fence, pad, text, pad, fence)
+    text = _MD_MENTION.sub('`@`', _MD_INLINE.sub(lambda match: '\\' + match.group(), text))
+    return '\\' + text if _MD_LINE_START.match(text) else text
 
 
 def check_node(node):
@@ -127,10 +148,10 @@ def _identity_phrase(node):
     parts = []
     for key, label in (('rack', 'rack'), ('asset_tag', 'asset tag'), ('serial', 'serial')):
         if identity.get(key):
-            parts.append('%s %s' % (label, identity[key]))
+            parts.append('%s %s' % (label, markdown_text(identity[key])))
     if parts:
-        return '%s (%s)' % (node['node'], ', '.join(parts))
-    return node['node']
+        return '%s (%s)' % (markdown_text(node['node']), ', '.join(parts))
+    return markdown_text(node['node'])
 
 
 def _label(test):
@@ -144,6 +165,7 @@ def _short_cmd(cmd):
 
 
 def _measured_lines(node):
+    """The failing tests' commands and output, as lines of an indented code block (pasted as printed)."""
     lines = []
     for test in node.get('tests', []):
         if test.get('status') not in ('marginal', 'reject'):
@@ -158,7 +180,7 @@ def _measured_lines(node):
         elif test.get('error'):
             lines.append(test['error'])
         lines.append('')
-    return lines
+    return [markdown_text(line, 'block') if line else '' for line in lines]
 
 
 def _healthy_lines(node, limit=10):
@@ -167,23 +189,24 @@ def _healthy_lines(node, limit=10):
     lines = []
     for test in node.get('tests', []):
         if test.get('status') == 'healthy' and test.get('metric') in failing and test.get('as_printed'):
-            lines.append('%s, %s: %s' % (_label(test), test.get('subject'), test['as_printed']))
+            lines.append(markdown_text('%s, %s: %s' % (_label(test), test.get('subject'), test['as_printed'])))
     return lines[:limit]
 
 
 def _subject_phrase(subject, node):
     pci = (node.get('nic_pci') or {}).get(subject)
-    return '%s (%s)' % (subject, pci) if pci else subject
+    return markdown_text('%s (%s)' % (subject, pci) if pci else subject)
 
 
 def vendor_letter(node, sender=None):
     """A plain-prose draft for the provider about a bucket C node (no markdown headers).
 
-    Raises ReportError naming the field when ``node`` is malformed.
+    Node text is neutralised with markdown_text (the letter is pasted into ticket systems that render Markdown): prose
+    inline, tool output as an indented code block.  Raises ReportError naming the field when ``node`` is malformed.
     """
     check_node(node)
     sender = check_sender(sender)
-    tier = node.get('tier_description') or node.get('tier') or 'the contracted'
+    tier = markdown_text(node.get('tier_description') or node.get('tier') or 'the contracted')
     paragraphs = ['Hi,']
     paragraphs.append(
         "We've validated node %s against the %s tier acceptance criteria as part of new-node delivery. "
@@ -192,22 +215,22 @@ def vendor_letter(node, sender=None):
     expected = [t for t in node.get('tests', []) if t.get('expected') and t.get('status') in ('marginal', 'reject')]
     expectation = ''
     if contract:
-        expectation = 'The contract specifies %s.' % contract.rstrip('.')
+        expectation = 'The contract specifies %s.' % markdown_text(str(contract).rstrip('.'))
     if expected:
         seen = []
         for test in expected:
-            phrase = '%s %s' % (_label(test), test['expected'])
+            phrase = markdown_text('%s %s' % (_label(test), test['expected']))
             if phrase not in seen:
                 seen.append(phrase)
         expectation += (' ' if expectation else '') + 'We expected %s, measured against a known-good peer (%s).' % (
-            '; '.join(seen), node.get('peer') or 'unknown peer')
+            '; '.join(seen), markdown_text(node.get('peer') or 'unknown peer'))
     if expectation:
         paragraphs.append(expectation)
     if node.get('retested_against'):
         paragraphs.append(
             'To rule out the peer and its cables, we re-ran the tests that failed against a second known-good peer '
             '(%s; the first was %s). Where a test was re-run, the figures below are from that second peer.'
-            % (node['retested_against'], node.get('first_peer') or 'another peer'))
+            % (markdown_text(node['retested_against']), markdown_text(node.get('first_peer') or 'another peer')))
     measured = _measured_lines(node)
     if measured:
         paragraphs.append('Measured results (pasted from the tools\' output):\n\n' + '\n'.join(measured).rstrip())
@@ -215,10 +238,11 @@ def vendor_letter(node, sender=None):
     if differences:
         diff_lines = []
         for finding in differences:
-            diff_lines.append('%s' % finding.get('detail'))
-            for raw in finding.get('verbatim') or []:
-                diff_lines.append('$ %s' % _short_cmd(raw[2:]) if raw.startswith('$ ') else raw)
-            diff_lines.append('')
+            diff_lines.extend([markdown_text(finding.get('detail')), ''])
+            verbatim = [markdown_text('$ %s' % _short_cmd(raw[2:]) if raw.startswith('$ ') else raw, 'block')
+                        for raw in finding.get('verbatim') or []]
+            if verbatim:
+                diff_lines.extend(verbatim + [''])
         paragraphs.append('What differs from the specification:\n\n' + '\n'.join(diff_lines).rstrip())
     healthy = _healthy_lines(node)
     if healthy:
@@ -226,17 +250,17 @@ def vendor_letter(node, sender=None):
     causes = node.get('causes') or []
     if causes:
         paragraphs.append('Our reading of the pattern: %s' % ' '.join(
-            (c['detail'] if isinstance(c, dict) else str(c)).rstrip('.') + '.' for c in causes))
+            markdown_text((c['detail'] if isinstance(c, dict) else str(c)).rstrip('.')) + '.' for c in causes))
     ruled_out = node.get('ruled_out') or []
     if ruled_out:
-        paragraphs.append('Already ruled out on our side: %s.' % '; '.join(r.rstrip('.') for r in ruled_out))
+        paragraphs.append('Already ruled out on our side: %s.' % '; '.join(markdown_text(r.rstrip('.')) for r in ruled_out))
     else:
         paragraphs.append('We have not yet reseated cards or swapped cables on this node.')
     subjects = []
     for cause in causes:
         if isinstance(cause, dict):
             subjects.extend(s for s in cause.get('subjects', []) if s and s not in subjects)
-    ask = node.get('ask') or (
+    ask = markdown_text(node['ask']) if node.get('ask') else (
         'Could you confirm whether the platform delivers the contracted configuration%s, and repair or replace '
         'what does not? We have left the node in this state so you can run your own diagnostics.'
         % ((' on %s' % ', '.join(_subject_phrase(s, node) for s in subjects)) if subjects else ''))
@@ -248,27 +272,28 @@ def vendor_letter(node, sender=None):
 
 
 def node_markdown(node):
-    """Per-node Markdown summary."""
+    """Per-node Markdown summary; node text through markdown_text."""
     check_node(node)
-    lines = ['# %s: bucket %s' % (node['node'], BUCKET_WORDS.get(node.get('bucket'), node.get('bucket'))), '',
-             '- tier: %s' % node.get('tier'), '- peer: %s' % node.get('peer'), '- validated: %s' % node.get('timestamp'), '']
+    md = markdown_text
+    lines = ['# %s: bucket %s' % (md(node['node']), BUCKET_WORDS.get(node.get('bucket'), md(node.get('bucket')))), '',
+             '- tier: %s' % md(node.get('tier')), '- peer: %s' % md(node.get('peer')), '- validated: %s' % md(node.get('timestamp')), '']
     for index, lost in enumerate(node.get('lost_peers') or []):
-        lines.insert(4 + index, '- peer gone: %s (it left the pool; the node was rescheduled)' % lost.get('detail'))
+        lines.insert(4 + index, '- peer gone: %s (it left the pool; the node was rescheduled)' % md(lost.get('detail')))
     if node.get('promoted'):
         lines.insert(4, '- promoted: accepted with every test healthy, it served the run\'s later nodes as a peer')
     causes = node.get('causes') or []
     if causes:
         lines.append('## Likely causes')
-        lines.extend('- %s' % (c['detail'] if isinstance(c, dict) else c) for c in causes)
+        lines.extend('- %s' % md(c['detail'] if isinstance(c, dict) else c) for c in causes)
         lines.append('')
     lines.append('## Checks')
     lines.append('| check | subject | status | measured | expected |')
     lines.append('| --- | --- | --- | --- | --- |')
     for entry in list(node.get('findings', [])) + list(node.get('tests', [])):
         measured = entry.get('as_printed') or entry.get('actual') or entry.get('error') or ''
-        lines.append('| %s | %s | %s | %s | %s |' % (
-            entry.get('label') or entry.get('check') or entry.get('id'), entry.get('subject') or '',
-            entry.get('status'), str(measured).replace('|', '/'), str(entry.get('expected') or '').replace('|', '/')))
+        lines.append('| %s |' % ' | '.join(md(cell) for cell in (
+            entry.get('label') or entry.get('check') or entry.get('id'), entry.get('subject') or '', entry.get('status'), measured,
+            entry.get('expected') or '')))
     return '\n'.join(lines) + '\n'
 
 
@@ -294,25 +319,25 @@ def summary_table(nodes, hosts=None):
         first = ''
         if causes:
             first = causes[0]['cause'] if isinstance(causes[0], dict) else str(causes[0])
-        rows.append((name, str(node.get('peer') or '-'), str(node.get('tier') or '-'), str(node.get('bucket')),
-                     str(counts.get('healthy', 0)), str(counts.get('marginal', 0)), str(counts.get('reject', 0)),
-                     str(counts.get('unknown', 0)), first or '-'))
+        rows.append(tuple(one_line(cell) for cell in (
+            name, node.get('peer') or '-', node.get('tier') or '-', node.get('bucket'), counts.get('healthy', 0),
+            counts.get('marginal', 0), counts.get('reject', 0), counts.get('unknown', 0), first or '-')))
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     out = [run_line(nodes, hosts), '  '.join(h.ljust(widths[i]) for i, h in enumerate(header)).rstrip(),
            '  '.join('-' * w for w in widths)]
     for row in rows:
         out.append('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
     for peer, entry in sorted(lost_peers(nodes).items()):
-        out.append('peer %s went away mid-run and left the pool: %s' % (peer, '; '.join(
+        out.append(one_line('peer %s went away mid-run and left the pool: %s' % (peer, '; '.join(
             '%s was on it (%s), then %s' % (e['node'], e['detail'], 'measured on %s' % e['then'] if e.get('then') else 'not measured')
-            for e in entry)))
+            for e in entry))))
     if promoted_nodes(nodes):
-        out.extend(chain_lines(nodes))
+        out.extend(one_line(line) for line in chain_lines(nodes))
     for peer, entry in sorted(suspect_peers(nodes).items()):
-        out.append('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
+        out.append(one_line('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
             '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], f['first_value'], f.get('unit') or '',
-                                              f['first_peer'], f['second_value'], f['second_peer'])
-            for f in entry['figures'])))
+                                                f['first_peer'], f['second_value'], f['second_peer'])
+            for f in entry['figures']))))
     return '\n'.join(out) + '\n'
 
 

@@ -8,7 +8,13 @@ controller's worker process, with no module process of its own; the module
 (plugins/modules/validation_report.py) runs the same function where it is
 executed as a module.  ``write`` returns the task's result: ``failed: true``
 and ``msg`` on failure.  No Ansible import; matplotlib (through html_report)
-is imported only when a report is written, so the plugin loads light.
+is imported only when a report is written, so the plugin loads light, and a
+controller without it still writes every report (the page without charts).
+
+Every node's result goes through the trust boundary (node_input) first, and
+each node's outputs are built on their own: a node whose data breaks a writer
+gets its run_incomplete verdict instead, and the other nodes' reports are
+written as they are.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,7 +25,7 @@ import json
 import os
 import time
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, prediction, report, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input, prediction, report, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
 
@@ -43,8 +49,10 @@ def cause_texts(node):
     return [cause['detail'] if isinstance(cause, dict) else cause for cause in node.get('causes') or []]
 
 
-def input_problems(params, html_report):
-    """Every problem with the input, each naming its field, before anything is written."""
+def input_problems(params):
+    """Every problem with the task's own options, each naming its field, before anything is written.  The node results
+    are not among them: each is checked on its own (node_report), and one that cannot be rendered is that node's
+    run_incomplete, never the run's failure."""
     problems = checks.control_characters({'root': params['root'], 'textfile_dir': params['textfile_dir'] or ''})
     if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
         problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
@@ -54,7 +62,6 @@ def input_problems(params, html_report):
         problems.append(checks.check_path_component('hosts[%d]' % index, name))
     problems = checks.problems_of(problems)
     try:
-        html_report.check_nodes(params['nodes'])
         report.check_sender(params['sender'])
     except report.ReportError as exc:
         problems.append(str(exc))
@@ -62,25 +69,87 @@ def input_problems(params, html_report):
     return checks.problems_of(problems)
 
 
+def _why(exc):
+    """An exception as text: a report's own message names the fields, anything else says what it was."""
+    return str(exc) if isinstance(exc, report.ReportError) else '%s: %s' % (type(exc).__name__, exc)
+
+
+def node_report(name, raw):
+    """(the node's result as the reports take it, the node's problems): through the trust boundary
+    (node_input.clean_node; its problems a node_data finding), then checked by the writers' own checks; a result they
+    cannot take is the node's run_incomplete (incomplete_report) naming each field."""
+    clean, problems = node_input.clean_node(name, raw)
+    try:
+        html_report().check_nodes({name: clean})
+    except Exception as exc:  # pylint: disable=broad-except
+        return incomplete_report(name, clean, _why(exc), problems), problems
+    return node_input.with_problems(clean, problems), problems
+
+
+def incomplete_report(name, node, why, problems):
+    """The run_incomplete verdict (where 'report') of a node whose report could not be built, ``why`` as one visible,
+    bounded line; it keeps the node's tier, timestamp and evidence, and its node_data ``problems``."""
+    node = node if isinstance(node, dict) else {}
+    keep = dict((key, node[key]) for key in ('tier', 'timestamp', 'evidence') if isinstance(node.get(key), str))
+    result = verdict.incomplete_verdict(name, 'report', node_input.one_line(why)[:4000], tier=keep.pop('tier', None))
+    result.update(keep)
+    return node_input.with_problems(result, problems)
+
+
+def html_report():
+    """module_utils.html_report, imported when a report is written (it imports matplotlib)."""
+    from ansible_collections.gpufleet.netval.plugins.module_utils import html_report as module
+    return module
+
+
+def node_files(name, node, run_dir, stamp, sender, drawn):
+    """Every output of one node, built on its own: {relative path: text} of its files, and ``section`` (its part of
+    index.html).  Its parts of summary.txt, junit.xml and summary.md are built too, so that a node that breaks one of
+    them breaks here, alone.  Raises whatever a writer raises."""
+    page = html_report()
+    files = {'nodes/%s.json' % name: json.dumps(node, indent=2, sort_keys=True, default=str),
+             'nodes/%s.md' % name: report.node_markdown(node)}
+    if node['bucket'] == 'C':
+        files['letters/%s.txt' % name] = report.vendor_letter(node, sender)
+    report.summary_table({name: node})
+    report.junit_xml({name: node})
+    page.summary_markdown({name: node}, stamp, run_dir)
+    json.dumps(summary_entry(node), sort_keys=True)
+    files['section'] = page.node_section(node, run_dir, drawn)
+    return files
+
+
+def summary_entry(node):
+    return {'bucket': node['bucket'], 'causes': cause_texts(node), 'peer': node.get('peer'), 'tier': node.get('tier'),
+            'evidence': node.get('evidence')}
+
+
 def write(params, check_mode):
     """Write the run's reports as the module documents; the task's result."""
-    from ansible_collections.gpufleet.netval.plugins.module_utils import html_report
-
-    if not html_report.HAS_MATPLOTLIB:
-        return dict(failed=True, msg='validation_report: Failed to import the required Python library (matplotlib) on the '
-                                     'controller, which draws the report charts (pip install matplotlib): %s'
-                                     % (html_report.MATPLOTLIB_IMPORT_ERROR,),
-                    **failure('tool_missing'))
-    problems = input_problems(params, html_report)
+    page = html_report()
+    problems = input_problems(params)
     if problems:
         return checks.invalid_result('validation_report', problems)
-    root, stamp, nodes, hosts = params['root'], params['timestamp'], params['nodes'], params['hosts']
-    for name, node in nodes.items():
-        node.setdefault('node', name)
+    root, stamp, hosts = params['root'], params['timestamp'], params['hosts']
+    run_dir = os.path.join(root, stamp)
+    where = os.path.abspath(run_dir)
+    nodes, problems = {}, {}
+    for name in sorted(params['nodes']):
+        nodes[name], problems[name] = node_report(name, params['nodes'][name])
     for name in hosts:
         if name not in nodes:
-            nodes[name] = verdict.incomplete_verdict(name, 'report', NOT_REPORTED)
-    run_dir = os.path.join(root, stamp)
+            nodes[name], problems[name] = verdict.incomplete_verdict(name, 'report', NOT_REPORTED), []
+    drawn, failed = ({}, {}) if check_mode else page.draw_charts(nodes)
+    per_node = {}
+    for name in sorted(nodes):
+        if name in failed:
+            nodes[name] = incomplete_report(name, nodes[name], failed[name], problems[name])
+        try:
+            per_node[name] = node_files(name, nodes[name], where, stamp, params['sender'], drawn.get(name) if page.HAS_MATPLOTLIB else None)
+        except Exception as exc:  # pylint: disable=broad-except
+            # One node's data never stops another node's report: this node's is its run_incomplete.
+            nodes[name] = incomplete_report(name, nodes[name], _why(exc), problems[name])
+            per_node[name] = node_files(name, nodes[name], where, stamp, params['sender'], [] if page.HAS_MATPLOTLIB else None)
     table = report.summary_table(nodes, hosts)
     timing = None
     try:
@@ -103,17 +172,11 @@ def write(params, check_mode):
     if check_mode:
         return dict(changed=False, **written)
 
-    summary = {'timestamp': stamp, 'nodes': {}}
+    summary = {'timestamp': stamp, 'nodes': dict((name, summary_entry(nodes[name])) for name in sorted(nodes))}
     files = {'summary.txt': table, 'junit.xml': report.junit_xml(nodes),
              'netval.prom': report.validation_textfile(nodes, started if started is not None else time.time(), hosts)}
     for name in sorted(nodes):
-        node = nodes[name]
-        summary['nodes'][name] = {'bucket': node['bucket'], 'causes': cause_texts(node), 'peer': node.get('peer'),
-                                  'tier': node.get('tier'), 'evidence': node.get('evidence')}
-        files['nodes/%s.json' % name] = json.dumps(node, indent=2, sort_keys=True, default=str)
-        files['nodes/%s.md' % name] = report.node_markdown(node)
-        if node['bucket'] == 'C':
-            files['letters/%s.txt' % name] = report.vendor_letter(node, params['sender'])
+        files.update((path, text) for path, text in per_node[name].items() if path != 'section')
     summary['suspect_peers'] = report.suspect_peers(nodes)
     summary['prediction'] = timing
     summary['lost_peers'] = report.lost_peers(nodes)
@@ -121,8 +184,8 @@ def write(params, check_mode):
     summary['promoted'] = report.promoted_nodes(nodes)
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
     # Links to the evidence bundles are relative to where the page lands.
-    files['index.html'] = html_report.render_page(nodes, stamp, os.path.abspath(run_dir))
-    files['summary.md'] = html_report.summary_markdown(nodes, stamp, os.path.abspath(run_dir))
+    files['index.html'] = page.render_page(nodes, stamp, where, sections=dict((name, per_node[name]['section']) for name in nodes))
+    files['summary.md'] = page.summary_markdown(nodes, stamp, where)
     try:
         evidence.build_bundle(run_dir, files)
         evidence.replace_symlink(os.path.join(root, 'latest'), stamp)

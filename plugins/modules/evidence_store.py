@@ -18,12 +18,18 @@ description:
     example brought by C(ansible.builtin.fetch)).
   - The fetched copy takes its name in O(dest) only once its sha256 matches, and never over a file of that name, so a
     half-fetched or altered bundle never looks like evidence.
-  - Unpacks the tarball in O(dest) next to itself. Only folders and regular files inside O(dest) are taken; a link, a device or a
-    path that leaves the folder fails the task, and so does a file that is already there (nothing is ever overwritten).
-  - Verifies every file against the bundle's C(MANIFEST.sha256) (C(sha256sum) format) and fails naming each file that does not match.
-  - With O(baseline), writes it as C(baseline.json) beside the raw outputs unless one is already there, and with O(baseline_link)
-    points that symlink (C(evidence/<node>/baseline)) at the bundle's folder, atomically; a link that is not ours (a file, a
-    folder, a symlink elsewhere) is refused.
+  - The node is not trusted with the controller. The bundle is read once before anything is written, within O(max_bundle_bytes),
+    O(max_unpacked_bytes) and O(max_members) (checked as it is read, so a sparse file, a gzip bomb or a huge tar header fails the
+    task without costing memory or disk); every member must be a folder or a regular file at a path inside O(dest), named once
+    (a link, a device or a path that leaves the folder fails the task).
+  - Verifies every file against the bundle's C(MANIFEST.sha256) (C(sha256sum) format; each file hashed once) and fails naming each
+    file that does not match; the manifest's names must be paths inside the folder (no absolute path, no C(..), none twice).
+  - Then unpacks in O(dest), next to the tarball, only the files the manifest lists (and the manifest), never over a file that is
+    already there; members it does not list are not written (RV(ignored)).
+  - With O(baseline), the controller writes it as C(baseline.json) beside the raw outputs (it is never a file of the bundle's; a
+    bundle whose manifest lists a C(baseline.json) fails the task), and with O(baseline_link) points that symlink
+    (C(evidence/<node>/baseline)) at the bundle's folder, atomically; a link that is not ours (a file, a folder, a symlink
+    elsewhere) is refused.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -52,6 +58,25 @@ options:
   baseline_link:
     description: With O(baseline), the symlink to point at O(dest) (by its folder name), so C(evidence/<node>/baseline) is the newest accepted bundle.
     type: path
+  max_bundle_bytes:
+    description:
+      - The most bytes the bundle's C(.tar.gz) may have. A fetched copy that is larger is refused before it is hashed (under
+        become, slurp's answer before it is decoded); the connection's own transfer is measured once it has landed.
+      - The evidence role passes its C(evidence_max_bundle_bytes).
+    type: int
+    default: 268435456
+  max_unpacked_bytes:
+    description:
+      - The most bytes the bundle may unpack to (its tar stream, files and headers), and the most its files may declare.
+      - The evidence role passes its C(evidence_max_unpacked_bytes).
+    type: int
+    default: 1073741824
+  max_members:
+    description:
+      - The most members (files and folders) the bundle may hold.
+      - The evidence role passes its C(evidence_max_members).
+    type: int
+    default: 4096
 attributes:
   check_mode:
     description: In check mode nothing is unpacked or written.
@@ -64,7 +89,9 @@ notes:
     for C(ansible.builtin.fetch). On the controller it writes only O(dest) (and its parents, with O(src)) and
     O(baseline_link); on the node it only reads O(src), with the connection's own file transfer, or under become with
     C(ansible.legacy.slurp) (a module run on the node), as C(ansible.builtin.fetch) does.
-  - A bundle holding a C(baseline.json) of its own fails the task when O(baseline) is given; nothing of it is taken as the baseline.
+  - A bundle whose manifest lists a C(baseline.json) fails the task; a C(baseline.json) it holds unlisted is not written. Nothing
+    of the bundle's is ever taken as the baseline.
+  - Real bundles of an 8-GPU node are tens of MB with a few hundred members; the default limits leave room for ten times that.
   - A node that stops answering during the transfer makes the task unreachable, as a fetch would (no RV(error_class) then).
   - Run as a module (not through its action plugin) it cannot fetch, and O(src) fails the task.
 '''
@@ -98,12 +125,17 @@ files:
   returned: success
   type: list
   elements: str
+ignored:
+  description: The files the bundle holds that its manifest does not list; they were not written (names with control characters written out).
+  returned: success
+  type: list
+  elements: str
 baseline:
-  description: The path of C(baseline.json) when O(baseline) was given (written now, or already there), else null.
+  description: The path of C(baseline.json) when O(baseline) was given (written by this task), else null.
   returned: success
   type: str
 baseline_written:
-  description: Whether this task wrote C(baseline.json) (false when one was already there).
+  description: Whether this task wrote C(baseline.json) (true whenever O(baseline) was given and the task succeeded; false in check mode).
   returned: success
   type: bool
 error_class:

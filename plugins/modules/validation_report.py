@@ -19,21 +19,34 @@ description:
     the nodes by bucket with their causes in a sortable table, a node x peer heatmap of per-HCA bandwidth when several peers
     produced figures, and per node what is not healthy, charts of its per-HCA host-memory and GPUDirect RDMA figures and its
     node-level throughput against the healthy range and reject line, the message-size sweep and the baseline history when
-    present, and links to its evidence bundle and vendor letter. The charts are drawn by matplotlib as inline SVG."
+    present, and links to its evidence bundle and vendor letter. The charts are drawn by matplotlib as inline SVG, node text as
+    plain text (never mathtext). A Content-Security-Policy allows only the page's own style sheet and script."
   - C(summary.md) holds the same facts in Markdown, for chat and tickets.
   - "C(netval.prom): a node_exporter textfile with C(netval_validation_nodes), C(netval_node_bucket{node,bucket}),
     C(netval_validation_run_incomplete{node}) and C(netval_last_run_timestamp_seconds{node,playbook=\"validate\"})."
   - The run folder is written atomically and never overwritten; C(<root>/latest) is then pointed at it. C(latest) is only
     replaced when it is this module's symlink to a run folder; a file, a directory or another symlink of that name is an error,
     reported before anything is written.
-  - Malformed input (a node result that is not a dict, a cause without C(cause) or C(detail), a test given as text,
-    C(findings) that is not a list...) fails with a message naming each field; nothing is written.
+  - A node under test is not trusted. Every node result first passes the controller's trust boundary
+    (C(plugins/module_utils/node_input.py)). Its text is made valid UTF-8 with control and escape characters written out
+    (C(\x1b)); lengths, entries, nesting and a node's text in all are bounded; numbers must be finite; RDMA device and
+    interface names and PCI addresses are checked. What it had to change is a C(node_data) finding of that node (status
+    unknown, a cause of ours), so bucket A becomes B, never C.
+  - Each node's files and its parts of the page, the summary, C(summary.md) and C(junit.xml) are built on their own. A node
+    result that cannot be rendered (a node result that is not a dict, a cause without C(cause) or C(detail), a test given as
+    text, C(findings) that is not a list, a chart that cannot be drawn...) becomes that node's C(run_incomplete) verdict
+    (bucket B), naming each field; the other nodes' reports are written as they are.
+  - Node text in C(summary.md), C(nodes/<node>.md) and the letters is escaped for Markdown (line breaks written out,
+    C(|), link, image and HTML syntax escaped, mentions in a code span, tool output in a letter as an indented code block).
+  - Bad options (O(root), O(timestamp), a node name that is not one file name, O(sender), a C(latest) that is not ours)
+    fail with a message naming each; nothing is written.
   - C(junit.xml) is well-formed XML whatever the text; characters XML 1.0 cannot hold are written as backslash escapes such as C(\x01).
   - "Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true))."
 author:
   - gpufleet.netval maintainers (@gpufleet)
 requirements:
-  - matplotlib (on the host that runs the module, normally the controller)
+  - matplotlib 3.6 or later for the page's charts (on the host that runs it, normally the controller); without it every
+    report is still written, the page without charts and with a line saying why
 options:
   root:
     description: Folder that holds every run's reports.

@@ -12,6 +12,8 @@ argument spec the module of the same name uses, and bad ones fail in the collect
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from collections.abc import Mapping
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
@@ -19,19 +21,30 @@ from ansible_collections.gpufleet.netval.plugins.module_utils import validate
 
 
 class ControllerAction(ActionBase):
-    """Subclasses set NAME and ARGUMENT_SPEC and give task_result(params, check_mode) -> the task's result."""
+    """Subclasses set NAME and ARGUMENT_SPEC and give task_result(params, check_mode) -> the task's result.
+
+    NODE_DATA names the dict options that carry what nodes returned (validation_report's ``nodes``): the validator
+    checks them as a dict but never copies them (its deep copy is recursive, and a node's data may be nested deeper
+    than the interpreter's recursion limit); task_result gets them as they are, for the trust boundary to bound.
+    """
     TRANSFERS_FILES = False
     _requires_connection = False
     NAME = None
     ARGUMENT_SPEC = None
+    NODE_DATA = ()
 
     def task_result(self, params, check_mode):
         raise NotImplementedError
 
     def run(self, tmp=None, task_vars=None):
         super(ControllerAction, self).run(tmp, task_vars)
-        validated = ArgumentSpecValidator(self.ARGUMENT_SPEC).validate(dict(self._task.args))
+        args = dict(self._task.args)
+        node_data = dict((name, args[name]) for name in self.NODE_DATA if isinstance(args.get(name), Mapping))
+        args.update((name, {}) for name in node_data)
+        validated = ArgumentSpecValidator(self.ARGUMENT_SPEC).validate(args)
         if validated.error_messages:
             # The module's failure shape for bad options, not ansible's own.
             return validate.invalid_result(self.NAME, validated.error_messages)
-        return self.task_result(validated.validated_parameters, bool(self._task.check_mode))
+        params = validated.validated_parameters
+        params.update(node_data)
+        return self.task_result(params, bool(self._task.check_mode))

@@ -4,6 +4,8 @@ network, and the rendered DOM shows every node with its bucket and each node sec
 Fails (never skips) when chromium is missing: `make test` installs it (Makefile APT_PACKAGES).
 The screenshot is kept at tests/output/report.png.
 """
+import base64
+import hashlib
 import os
 import re
 import shutil
@@ -44,10 +46,23 @@ def test_mixed_run_page_in_headless_chromium(reports):
     assert os.path.getsize(SCREENSHOT) > 10000
 
 
+def without_policy(html):
+    """The page without its Content-Security-Policy (which would stop what the checks below must see)."""
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">', html).group(0)
+    return html.replace(policy, '')
+
+
+def with_script(html, script):
+    """The page with ``script`` at its end, allowed by its hash in the page's policy (the test's click, not the node's)."""
+    digest = "'sha256-%s'" % base64.b64encode(hashlib.sha256(script.encode('utf-8')).digest()).decode('ascii')
+    html = html.replace('script-src ', 'script-src %s ' % digest, 1)
+    return html.replace('</body>', '<script>%s</script></body>' % script)
+
+
 def test_the_check_sees_a_page_that_misses_a_chart(reports, tmp_path):
     shutil.copytree(str(reports / '20261201T100000Z'), str(tmp_path / 'run'))
     page = tmp_path / 'run' / 'index.html'
-    html = page.read_text()
+    html = without_policy(page.read_text())
     start = html.index('<figure class="chart" data-chart="gdr_bw">', html.index('id="node-node02"'))
     html = html[:start] + html[html.index('</figure>', start) + len('</figure>'):]
     page.chmod(0o644)
@@ -63,13 +78,25 @@ def test_the_check_sees_a_page_that_misses_a_chart(reports, tmp_path):
 def test_the_overview_sorts_by_a_clicked_column(reports, tmp_path):
     html = (reports / '20261201T100000Z' / 'index.html').read_text()
     # Click the node header twice; the page title records the row order after each click.
-    click = ("<script>var th = document.querySelectorAll('#overview th.sortable')[0];"
+    click = ("var th = document.querySelectorAll('#overview th.sortable')[0];"
              "function order() { return Array.prototype.map.call(document.querySelectorAll('#overview tbody tr'),"
              " function (row) { return row.dataset.node; }).join(','); }"
-             "var first = order(); th.click(); var up = order(); th.click(); document.title = [first, up, order()].join('|');</script>")
+             "var first = order(); th.click(); var up = order(); th.click(); document.title = [first, up, order()].join('|');")
     page = tmp_path / 'index.html'
-    page.write_text(html.replace('</body>', click + '</body>'))
+    page.write_text(with_script(html, click))
     dom, requests = run_chromium(['--dump-dom', 'file://%s' % page], 60)
     title = re.search(r'<title>([^<]*)</title>', dom).group(1)
     assert title == 'node02,node04,node01,node03|node01,node02,node03,node04|node04,node03,node02,node01'
     assert requests == []
+
+
+def test_the_pages_policy_runs_no_script_and_loads_nothing_it_did_not_write(reports, tmp_path):
+    # What a node's text would be if it ever got past the escaping: a script, an inline handler, an image from elsewhere.
+    html = (reports / '20261201T100000Z' / 'index.html').read_text()
+    injected = ('<script>document.title = "script ran";</script><img src="https://cdn.example.com/x.png" '
+                'onerror="document.title = \'handler ran\'"><div style="display:none" id="styled">x</div>')
+    page = tmp_path / 'index.html'
+    page.write_text(html.replace('</main>', injected + '</main>'))
+    dom, requests = run_chromium(['--dump-dom', 'file://%s' % page], 60)
+    assert re.search(r'<title>([^<]*)</title>', dom).group(1) == 'gpufleet.netval run 20261201T100000Z'
+    assert requests == [] and dom.count('<section class="node ') == 4

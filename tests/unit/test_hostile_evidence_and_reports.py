@@ -2,8 +2,8 @@
 
 Evidence: names map one-to-one (a collision is an error before anything runs), no entry overwrites another, the
 command deadline is ours and recorded truthfully, files are fsynced, no symlink under the destination is followed.
-Reports: malformed node results fail with the field named, never a traceback; JUnit XML is well-formed for any
-text; `latest` is replaced only when it is our symlink.
+Reports: a malformed node result is that node's run_incomplete, naming the field, never a traceback, and the other
+nodes' reports are written; JUnit XML is well-formed for any text; `latest` is replaced only when it is our symlink.
 """
 import json
 import os
@@ -122,11 +122,15 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize('node,needle', MALFORMED)
-def test_validation_report_names_the_malformed_field_and_writes_nothing(tmp_path, node, needle):
+def test_a_malformed_node_result_is_that_nodes_run_incomplete_naming_the_field(tmp_path, node, needle):
     root = tmp_path / 'reports'
-    result, failed = run_module(validation_report.main, {'root': str(root), 'timestamp': STAMP, 'nodes': {'node01': node}})
-    assert failed and needle in result['msg'] and 'Traceback' not in result['msg']
-    assert not root.exists()
+    nodes = {'node01': node, 'node02': good_node(node='node02', bucket='A', causes=[])}
+    result, failed = run_module(validation_report.main, {'root': str(root), 'timestamp': STAMP, 'nodes': nodes})
+    assert not failed, result
+    written = json.loads((root / STAMP / 'nodes' / 'node01.json').read_text())
+    assert written['bucket'] == 'B' and written['tests'] == [] and written['causes'][0]['cause'] == 'run_incomplete'
+    assert needle in written['run_incomplete']['why'] and 'Traceback' not in written['run_incomplete']['why']
+    assert json.loads((root / STAMP / 'nodes' / 'node02.json').read_text())['bucket'] == 'A'
 
 
 @pytest.mark.parametrize('node,needle', [case for case in MALFORMED if isinstance(case[0], dict)])

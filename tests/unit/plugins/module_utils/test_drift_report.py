@@ -72,7 +72,7 @@ def test_markdown_per_node_groups_findings_and_escapes_table_cells():
     text = drift_report.node_markdown('node01', entry)
     assert text.startswith('# node01: drift red\n\n- findings: 2 red, 1 expected, 1 info\n- baseline: 20261201T100556Z\n')
     assert '## Red' in text and '## Expected (maintenance)' in text and '## Info' in text
-    assert 'a \\| pipe and a line break' in text
+    assert 'a \\| pipe\\\\x0aand a line break' in text  # the line break written out, visible and harmless
     table = [line for line in text.splitlines() if line.startswith('| cmdline')][0]
     assert table.count(' | ') == 5
     assert 'Nothing differs from the baseline.' in drift_report.node_markdown('node02', nodes()['node02'])

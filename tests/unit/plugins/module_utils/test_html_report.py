@@ -134,8 +134,8 @@ def test_all_slow_real_node_charts_every_hca_red():
     chart = html[html.index('data-chart="rdma_bw"'):]
     chart = chart[:chart.index('</figure>')]
     # Eight bars, each filled with the reject colour and labelled with its figure; no bar in the healthy colour.
-    assert chart.count('fill: %s"' % html_report.STATUS_COLOURS['reject']) == 8
-    assert 'fill: %s"' % html_report.STATUS_COLOURS['healthy'] not in chart
+    assert chart.count('fill="%s"/>' % html_report.STATUS_COLOURS['reject']) == 8
+    assert 'fill="%s"/>' % html_report.STATUS_COLOURS['healthy'] not in chart
     assert chart.count('>23.5<') == 8
 
 
