@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The ansible-core matrix of `make test`: ansible-test sanity, the unit tests and ansible-lint (production profile) on
 each ansible-core given, each in its own venv (made by `make matrix`), the versions side by side.
 
@@ -52,7 +51,7 @@ def run_version(venv, python):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('venvs', nargs='+', metavar='VENV:PYTHON', help='a venv of the matrix and its Python version')
     args = parser.parse_args(argv)
     os.makedirs(LOGS, exist_ok=True)

@@ -14,7 +14,7 @@ description:
     result for every host, the result being the verdict plus C(evidence), the controller folder of the node's evidence
     bundle when one was fetched. A node whose evidence is missing keeps its verdict; no node is dropped.
   - A host without a verdict (its run ended before it had one and no rescue recorded why) gets bucket B with the cause
-    C(run_incomplete), as P(gpufleet.netval.run_break#filter) gives it: every host of the limit is in every report.
+    C(run_incomplete), as P(gpufleet.netval.run_break#filter) gives it, so every host of the limit is in every report.
   - The names of the two variables are arguments, so the filter reads nothing it is not told to.
 author:
   - gpufleet.netval maintainers (@gpufleet)

@@ -215,7 +215,8 @@ def _write_excl(path, data):
 def _start_watchdog(pid, start_time, deadline, grace):
     argv = [sys.executable or 'python3', '-c', WATCHDOG, str(pid), str(start_time), '%.3f' % deadline, str(grace)]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        # Not run_command: the watchdog is detached and outlives the module, which returns at once.
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # pylint: disable=ansible-bad-function
                                 close_fds=True, start_new_session=True)
     except OSError as exc:
         raise ServerError('cannot start the watchdog that enforces the server deadline: %s' % exc)
@@ -307,7 +308,8 @@ def _launch(spec):
     try:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
+            # Not run_command: the server is detached and outlives the module, which returns once it listens.
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,  # pylint: disable=ansible-bad-function
                                     env=full_env, close_fds=True, start_new_session=True)
         finally:
             os.close(log_fd)

@@ -44,7 +44,6 @@ TEXTFILE_NAME = 'netval_validate.prom'
 NOT_REPORTED = 'the node\'s result never reached the report'
 
 
-
 def cause_texts(node):
     return [cause['detail'] if isinstance(cause, dict) else cause for cause in node.get('causes') or []]
 

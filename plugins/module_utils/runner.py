@@ -123,17 +123,18 @@ def child_environment(environ_update=None):
 def capture(argv, environ_update=None, data=None):
     """(rc, stdout, stderr) of ``argv`` (a list, no shell): everything it wrote on both pipes until it closed them.
 
-    Not AnsibleModule.run_command, for three reasons. Its read loop stops when a 1-second select came back empty and
-    the command has exited meanwhile, so what the command wrote last is lost (ansible/ansible#51393, still in
-    ansible-core 2.18): on a busy machine `ethtool DEV` came back empty with rc 0 and the node was graded on a parse
-    error. It sets the locale in os.environ for the length of the call, which the modules that read devices side by
-    side would race on (a command could start without LC_ALL=C and print another locale's numbers). And it expands ~
-    and $VARS in the arguments; here an argument reaches the command as it is. ``data`` (text) goes to stdin as it is.
+    Not AnsibleModule.run_command, for two reasons. Its read loop stops when a 1-second select came back empty and
+    the command has exited meanwhile, so what the command wrote last is lost (ansible/ansible#51393, still so in
+    ansible-core 2.21): on a busy machine `ethtool DEV` came back empty with rc 0 and the node was graded on a parse
+    error. And it expands ~ and $VARS in the arguments by default; here an argument reaches the command as it is.
+    The locale is set in the command's own environment, never in os.environ: the reads of preflight_info run side by
+    side in one process.  ``data`` (text) goes to stdin as it is.
     A command that cannot be started gives rc 127 and the reason as stderr.
     """
     stdin = subprocess.PIPE if data is not None else subprocess.DEVNULL
     try:
-        proc = subprocess.Popen([str(a) for a in argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # Not run_command: it can drop a command's last output (see above).
+        proc = subprocess.Popen([str(a) for a in argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
                                 env=child_environment(environ_update), close_fds=True)
     except OSError as exc:
         return NOT_STARTED_RC, '', '%s: %s' % (argv[0] if argv else '', exc.strerror or exc)
@@ -149,7 +150,8 @@ def run_with_deadline(argv, timeout, grace=2.0):
     signalled only while its leader is unreaped, so its id cannot belong to anyone else.
     Returns a CommandResult whose ``timed_out`` says whether the deadline was hit.
     """
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    # Not run_command: the whole session is ours to stop at the deadline.
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
                             env=child_environment(C_LOCALE),
                             close_fds=True, start_new_session=True)
     timed_out = False

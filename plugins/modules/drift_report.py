@@ -33,9 +33,9 @@ options:
     description:
       - Node name to C({findings, timestamp, baseline_timestamp}) as drift.yml builds it; revalidate.yml adds C(bucket) and
         C(figure_deltas) (the rows of P(gpufleet.netval.figure_deltas#filter)).
-      - A node whose run broke gives C({run_incomplete: {where, why}, timestamp}) instead of C(findings) (C(why) a message or the
+      - "A node whose run broke gives C({run_incomplete: {where, why}, timestamp}) instead of C(findings) (C(why) a message or the
         failed task's result), and a node whose capture never arrived gives null; either is one red C(run_incomplete) finding,
-        so every host of the run is in every report.
+        so every host of the run is in every report."
     type: dict
     required: true
   textfile_dir:

@@ -131,4 +131,3 @@ def read(module):
                 gpu['xid'] = by_bus.get(gpu['bus_id'], [])
         result['kernel_log'] = info
     return result
-

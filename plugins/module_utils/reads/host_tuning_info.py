@@ -185,4 +185,3 @@ def read(module):
         memlock_login=memlock_login(module, procfs, limits['memlock_bytes']),
         irq_placement=placement,
     )
-

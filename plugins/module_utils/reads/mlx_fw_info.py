@@ -193,4 +193,3 @@ def read(module):
         if params['link_info']:
             results[device]['link'] = queried['link']
     return dict(devices=results)
-

@@ -187,4 +187,3 @@ def read(module):
             entry[section] = parsed
         nics[netdev] = entry
     return dict(nics=nics, netdevs=netdevs)
-

@@ -139,4 +139,3 @@ def read(module):
         unknown=having('unknown'),
         virtual_functions=sorted(set(skipped_vfs + having('virtual_function'))),
     )
-

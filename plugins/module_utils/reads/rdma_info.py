@@ -106,4 +106,3 @@ def read(module):
     if params['tool_outputs']:
         result['ibstat'] = _run_parsed(runner, 'ibstat', [], rdma.parse_ibstat, timeout=params['timeout'])
     return _json_keys(result)
-

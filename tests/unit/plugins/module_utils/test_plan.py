@@ -248,3 +248,9 @@ def test_the_local_phase_plans_only_what_needs_no_peer_and_the_peer_phase_the_re
     assert not catalogue.test('dcgmi')['beside_network']
     with pytest.raises(plan.PlanError, match='phase must be one of all, peer, local'):
         plan.tier_test_plan(TIERS['400G'], node, [], gpus, {'phase': 'later'})
+
+
+def test_the_jumbo_ping_run_carries_the_profiles_packet_count_as_packets():
+    (run,) = plan_400g()['runs']['jumbo_ping']
+    assert run['packets'] == TIERS['400G']['tests']['jumbo_ping'].get('count', 5) and 'count' not in run
+    assert run['mtu'] == TIERS['400G']['tests']['jumbo_ping']['mtu']
