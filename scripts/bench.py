@@ -65,7 +65,7 @@ def _importable():
 
 _importable()
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
 
 PROFILE = 'healthy-400g'

@@ -57,8 +57,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.catalogue import CatalogueError
-from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import all_nics_measurements
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import CatalogueError
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import all_nics_measurements
 
 
 def _all_nics_measurements(run, servers, clients, before=None, after=None, peer=None):

@@ -49,8 +49,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.catalogue import CatalogueError
-from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import batch_measurements
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import CatalogueError
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import batch_measurements
 
 
 def _batch_measurements(batch, servers, clients, peer=None):

@@ -64,7 +64,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
-from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import counter_deltas, parse_ethtool_stats
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import counter_deltas, parse_ethtool_stats
 
 
 def _snapshot(value, label):

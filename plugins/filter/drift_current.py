@@ -56,7 +56,7 @@ _value:
 from ansible.errors import AnsibleFilterError, AnsibleUndefinedVariable
 from jinja2 import Undefined
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.baseline import BaselineError, current_state
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.baseline import BaselineError, current_state
 
 
 def drift_current(facts, node, timestamp, profile=None, ethtool_stats=None):

@@ -71,7 +71,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.drift import DriftError, compare
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.drift import DriftError, compare
 
 
 def drift_findings(baseline, current, rules, maintenance=None):

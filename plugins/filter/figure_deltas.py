@@ -63,7 +63,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.drift import DriftError, baseline_missing, compare_figures, figure_findings
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.drift import DriftError, baseline_missing, compare_figures, figure_findings
 
 
 def figure_deltas(baseline_figures, new, tolerances, as_findings=False):

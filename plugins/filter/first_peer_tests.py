@@ -39,7 +39,7 @@ _value:
   elements: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import first_peer_tests
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import first_peer_tests
 
 
 class FilterModule(object):

@@ -38,7 +38,7 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import first_peers
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import first_peers
 
 
 class FilterModule(object):

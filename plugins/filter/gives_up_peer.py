@@ -37,7 +37,7 @@ _value:
   type: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import gives_up_peer
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import gives_up_peer
 
 
 class FilterModule(object):

@@ -46,7 +46,7 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import healthy_peers
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import healthy_peers
 
 
 class FilterModule(object):

@@ -33,7 +33,7 @@ _value:
   elements: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import link_flap_findings
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import link_flap_findings
 
 
 class FilterModule(object):

@@ -46,7 +46,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import loop_measurements
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import loop_measurements
 
 
 def _loop_measurements(results, peer=None, end=None):

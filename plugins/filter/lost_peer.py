@@ -42,7 +42,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import PeerPolicyError, lost_peer
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import PeerPolicyError, lost_peer
 
 
 def lost_peer_filter(peer, steps):

@@ -87,7 +87,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.baseline import BaselineError, build_baseline
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.baseline import BaselineError, build_baseline
 
 
 def netval_baseline(node_result, facts, profile=None, ethtool_stats=None):

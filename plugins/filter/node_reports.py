@@ -50,7 +50,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import verdict
 
 # Why a host has no verdict when no rescue said more: the play lost it (a task failed outside every rescue, or it stopped
 # answering where nothing catches that).

@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Grades each measurement against the profile's threshold for its metric (healthy, marginal or reject),
     folds in the preflight findings, and returns the node's bucket (A accept, B investigate, C return to provider)
-    with the likely causes read from the pattern of results by the rules in C(CAUSE_RULES) of plugins/module_utils/verdict.py.
+    with the likely causes read from the pattern of results by the rules in C(CAUSE_RULES) of plugins/module_utils/policy/verdict.py.
   - A figure whose test could not run, did not finish or gave unreadable output is C(unknown), never a reject; the node
     goes to bucket B with a cause that says what to fix on our side.
   - With C(context.expected), every figure the test plan expected and no measurement gave becomes an C(unknown) entry;
@@ -67,7 +67,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.verdict import ThresholdError, node_verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.verdict import ThresholdError, node_verdict
 
 
 def _node_verdict(measurements, findings, profile, context=None):

@@ -33,7 +33,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.host_tuning import parse_cmdline
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.host_tuning import parse_cmdline
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

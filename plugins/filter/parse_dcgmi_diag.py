@@ -40,7 +40,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.dcgmi import parse_dcgmi_diag
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.dcgmi import parse_dcgmi_diag
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

@@ -32,7 +32,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import parse_ethtool_features
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import parse_ethtool_features
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

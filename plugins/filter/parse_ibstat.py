@@ -43,7 +43,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.rdma import parse_ibstat
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.rdma import parse_ibstat
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

@@ -37,7 +37,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.iperf3 import parse_iperf3
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.iperf3 import parse_iperf3
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

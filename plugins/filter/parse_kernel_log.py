@@ -43,7 +43,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.kernel_log import parse_kernel_log
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.kernel_log import parse_kernel_log
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

@@ -45,7 +45,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.pcie import parse_lspci
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.pcie import parse_lspci
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

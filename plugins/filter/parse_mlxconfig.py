@@ -34,7 +34,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.mlx import parse_mlxconfig
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.mlx import parse_mlxconfig
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

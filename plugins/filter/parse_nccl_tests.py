@@ -45,7 +45,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.nccl import parse_nccl_tests
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.nccl import parse_nccl_tests
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

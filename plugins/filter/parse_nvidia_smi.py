@@ -49,7 +49,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.nvidia import parse_nvidia_smi
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.nvidia import parse_nvidia_smi
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

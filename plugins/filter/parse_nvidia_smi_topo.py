@@ -41,7 +41,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.nvidia import parse_nvidia_smi_topo
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.nvidia import parse_nvidia_smi_topo
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

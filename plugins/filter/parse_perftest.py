@@ -40,7 +40,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.perftest import parse_perftest
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

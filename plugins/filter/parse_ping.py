@@ -37,7 +37,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.ping import parse_ping
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ping import parse_ping
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.filters import as_filter
 
 

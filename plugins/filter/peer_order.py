@@ -49,7 +49,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import PeerPolicyError, peer_order
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import PeerPolicyError, peer_order
 
 
 def _peer_order(node, nodes, peers, explicit=None):

@@ -59,7 +59,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.prediction import node_plan_seconds
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.prediction import node_plan_seconds
 
 
 class FilterModule(object):

@@ -43,7 +43,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.preflight import preflight_errors, preflight_findings
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.preflight import preflight_errors, preflight_findings
 
 
 def _preflight_findings(facts, profile):

@@ -42,7 +42,7 @@ _value:
   type: bool
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import promotable
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import promotable
 
 
 class FilterModule(object):

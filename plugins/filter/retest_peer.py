@@ -47,7 +47,7 @@ _value:
   type: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import retest_peer
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import retest_peer
 
 
 class FilterModule(object):

@@ -34,7 +34,7 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import retest_tests
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import retest_tests
 
 
 class FilterModule(object):

@@ -58,7 +58,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import verdict
 
 
 def run_break(result, where, why, node, tier=None):

@@ -49,8 +49,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.catalogue import CatalogueError
-from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import run_measurements
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import CatalogueError
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import run_measurements
 
 
 def _run_measurements(result, run, peer=None, end=None):

@@ -56,7 +56,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.prediction import run_prediction
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.prediction import run_prediction
 
 
 class FilterModule(object):

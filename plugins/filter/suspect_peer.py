@@ -46,7 +46,7 @@ _value:
   type: dict
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.peer_policy import suspect_peer
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import suspect_peer
 
 
 class FilterModule(object):

@@ -63,8 +63,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.catalogue import CatalogueError
-from ansible_collections.gpufleet.netval.plugins.module_utils.plan import PlanError, tier_test_plan
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import CatalogueError
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.plan import PlanError, tier_test_plan
 
 
 def _test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None):

@@ -41,7 +41,7 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, drift, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, drift, preflight, verdict
 
 
 def tier_profile_errors(profile, tier=None):

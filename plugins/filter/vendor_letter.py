@@ -41,7 +41,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import report
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 
 
 def vendor_letter(node, sender=None):

@@ -28,7 +28,8 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, validate, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
 
 NODE_DATA = 'node_data'
 

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import prediction as predictions
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import prediction as predictions
 
 PREFLIGHT, WAITING, LOCAL, PEER, VERDICT, EVIDENCE, REPORT = 'preflight', 'waiting', 'local', 'peer', 'verdict', 'evidence', 'report'
 MEASURED = (VERDICT, EVIDENCE, REPORT)

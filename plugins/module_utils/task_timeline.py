@@ -33,7 +33,7 @@ import math
 import os
 import tempfile
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.catalogue import TESTS
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import TESTS
 
 FORMAT = 'gpufleet.netval.task_timeline/1'
 STATUSES = ('ok', 'changed', 'failed', 'skipped', 'unreachable')

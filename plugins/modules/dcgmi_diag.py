@@ -187,7 +187,7 @@ error_side:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure

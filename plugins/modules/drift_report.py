@@ -95,7 +95,9 @@ textfile:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import drift, drift_report, evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import drift
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import drift_writers
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 
 TEXTFILE_NAMES = {'drift': 'netval_drift.prom', 'revalidation': 'netval_revalidate.prom'}
@@ -121,12 +123,12 @@ def main():
     problems.append(evidence.foreign_link_problem(os.path.join(params['root'], 'latest')))
     checks.fail_if_invalid(module, 'drift_report', checks.problems_of(problems))
     try:
-        nodes = drift_report.check_nodes(params['nodes'])
+        nodes = drift_writers.check_nodes(params['nodes'])
         playbook = 'drift' if params['kind'] == 'drift' else 'revalidate'
-        files = {'%s.json' % params['kind']: drift_report.report_json(nodes, params['timestamp']),
-                 'junit.xml': drift_report.junit_xml(nodes), 'netval.prom': drift_report.textfile(nodes, playbook, params['timestamp'])}
+        files = {'%s.json' % params['kind']: drift_writers.report_json(nodes, params['timestamp']),
+                 'junit.xml': drift_writers.junit_xml(nodes), 'netval.prom': drift_writers.textfile(nodes, playbook, params['timestamp'])}
         for name in sorted(nodes):
-            files['nodes/%s.md' % name] = drift_report.node_markdown(name, nodes[name], params['kind'])
+            files['nodes/%s.md' % name] = drift_writers.node_markdown(name, nodes[name], params['kind'])
     except ValueError as exc:
         checks.fail_if_invalid(module, 'drift_report', [str(exc)])
     red = sorted(name for name, entry in nodes.items() if any(f.get('severity') == drift.RED for f in entry['findings']))

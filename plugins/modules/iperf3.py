@@ -306,7 +306,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils import background
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
-from ansible_collections.gpufleet.netval.plugins.module_utils.iperf3 import build_iperf3_argv, classify_iperf3_error, parse_iperf3
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.iperf3 import build_iperf3_argv, classify_iperf3_error, parse_iperf3
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd
 
 _BANDWIDTH_RE = re.compile(r'\d+(?:\.\d+)?[KMGTkmgt]?(?:/\d+)?')

@@ -184,7 +184,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
-from ansible_collections.gpufleet.netval.plugins.module_utils.ping import parse_ping, summarize_jumbo
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ping import parse_ping, summarize_jumbo
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname
 
 IPV4_HEADERS = 28

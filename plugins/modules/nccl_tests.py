@@ -285,7 +285,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
-from ansible_collections.gpufleet.netval.plugins.module_utils import nccl
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import nccl
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure

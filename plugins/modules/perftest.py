@@ -472,7 +472,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.netval.plugins.module_utils import background
-from ansible_collections.gpufleet.netval.plugins.module_utils import perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import perftest
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure

@@ -138,7 +138,8 @@ textfile:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import report_task, validate
+from ansible_collections.gpufleet.netval.plugins.module_utils import validate
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report_task
 
 
 def main():

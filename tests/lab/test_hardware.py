@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import host_tuning
 from lab.netval_lab import hardware, profiles
 
 FABRIC = {'fabric': [{'netdev': 'fab-peer01', 'ip': '10.252.1.1', 'peer_ip': '10.252.1.2', 'peer': 'peer01'}],

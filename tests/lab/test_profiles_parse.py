@@ -17,7 +17,7 @@ import pytest
 from lab.netval_lab import hardware, profiles
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PACKAGE = 'ansible_collections.gpufleet.netval.plugins.module_utils.'
+PACKAGE = 'ansible_collections.gpufleet.netval.plugins.module_utils.parsers.'
 MIB = 1024.0 * 1024.0
 FABRIC = {'fabric': [{'netdev': 'fab-peer01', 'ip': '127.0.0.1', 'peer_ip': '127.0.0.1', 'peer': 'peer01'}],
           'mgmt_ip': '10.251.0.11'}

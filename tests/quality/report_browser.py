@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from html.parser import HTMLParser
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import html_report
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import html_report
 
 CHROMIUM = 'chromium'
 _SCHEME = re.compile(r'^[A-Za-z][A-Za-z0-9+.-]*:')

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.netval.plugins.filter import node_reports as node_reports_filter
 from ansible_collections.gpufleet.netval.plugins.filter import vendor_letter as vendor_letter_filter
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, report
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 from ansible_collections.gpufleet.netval.plugins.modules import evidence_bundle, validation_report
 from tests.unit.plugins.modules.utils import run_module
 

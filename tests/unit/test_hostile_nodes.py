@@ -24,7 +24,9 @@ import pytest
 from markdown_it import MarkdownIt
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import drift, drift_report, evidence, html_report, node_input, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import drift, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import drift_writers, html_report
 from tests.unit.plugins.module_utils import report_samples
 from tests.unit.plugins.modules import test_evidence_store as stores
 from tests.unit.plugins.modules import test_validation_report as reports
@@ -241,10 +243,10 @@ def test_drift_labels_markdown_and_junit_hold_node_text():
     finding = {'check': 'firmware"} 1\nnetval_fake 1', 'subject': PAYLOAD, 'severity': drift.RED, 'kind': drift.FAULT,
                'baseline': PAYLOAD, 'current': PAYLOAD, 'detail': PAYLOAD}
     nodes = {'node01': {'findings': [finding], 'bucket': 'A', 'timestamp': STAMP}}
-    families = list(text_string_to_metric_families(drift_report.textfile(nodes)))
+    families = list(text_string_to_metric_families(drift_writers.textfile(nodes)))
     assert sorted(family.name for family in families) == ['netval_drift_findings', 'netval_last_run_timestamp_seconds', 'netval_node_bucket']
-    ET.fromstring(drift_report.junit_xml(nodes).encode('utf-8'))
-    text = drift_report.node_markdown('node01', nodes['node01'])
+    ET.fromstring(drift_writers.junit_xml(nodes).encode('utf-8'))
+    text = drift_writers.node_markdown('node01', nodes['node01'])
     shown = markdown_of(text)
     # The header, the finding, and the node's own red node_data finding: its 272-character subject was cut to 256.
     assert shown['images'] == 0 and shown['html'] == [] and shown['links'] == [] and shown['rows'] == [6, 6, 6]

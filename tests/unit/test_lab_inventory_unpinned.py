@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import peer_policy
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import peer_policy
 from lab.netval_lab import __main__ as lab_cli
 from lab.netval_lab import inventory
 

@@ -13,8 +13,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log as klog
-from ansible_collections.gpufleet.netval.plugins.module_utils import nvidia
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import kernel_log as klog
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import nvidia
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, package_hint

@@ -16,7 +16,7 @@ import os
 import pwd
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning, irq, rdma
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import host_tuning, irq, rdma
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, render_cmd

@@ -15,7 +15,7 @@ import concurrent.futures
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import mlx
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import mlx
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import ToolRunner, hostname, package_hint

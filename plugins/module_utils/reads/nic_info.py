@@ -16,7 +16,7 @@ import os
 import re
 import time
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import ethtool
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import ethtool
 from ansible_collections.gpufleet.netval.plugins.module_utils import sysfs
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError

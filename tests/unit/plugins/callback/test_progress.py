@@ -3,7 +3,7 @@ line per stage change with the time left, a JSON file of every node's stage, and
 import json
 
 from ansible_collections.gpufleet.netval.plugins.callback.progress import CallbackModule
-from ansible_collections.gpufleet.netval.plugins.module_utils import prediction
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import prediction
 
 COSTS = {'call_s': 1, 'session_s': 0, 'node_fixed_s': 0, 'run_fixed_s': 0, 'untimed_s': {}}
 

@@ -10,14 +10,13 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.filter import (drift_current, drift_findings, drift_junit, drift_markdown, drift_report,
-                                                                drift_textfile, figure_deltas, netval_baseline, tier_profile_errors)
-from ansible_collections.gpufleet.netval.plugins.module_utils import drift
+from ansible_collections.gpufleet.netval.plugins.filter import drift_current, drift_findings, figure_deltas, netval_baseline, tier_profile_errors
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import drift
 from tests.unit import fixtures
 from tests.unit.plugins.module_utils import drift_samples as samples
 
 FILTERS = {}
-for _module in (drift_current, drift_findings, drift_junit, drift_markdown, drift_report, drift_textfile, figure_deltas, netval_baseline):
+for _module in (drift_current, drift_findings, figure_deltas, netval_baseline):
     FILTERS.update(_module.FilterModule().filters())
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -25,8 +24,7 @@ with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml
 
 
 def test_each_filter_file_holds_the_filter_of_its_name():
-    for name in ('netval_baseline', 'drift_current', 'drift_findings', 'figure_deltas', 'drift_report', 'drift_markdown', 'drift_junit',
-                 'drift_textfile'):
+    for name in ('netval_baseline', 'drift_current', 'drift_findings', 'figure_deltas'):
         assert name in FILTERS
 
 
@@ -40,11 +38,6 @@ def test_a_drift_run_through_the_filters():
     assert [(f['check'], f['subject'], f['severity']) for f in findings] == [('nic_present', 'mlx5_6', 'red')]
     # findings are flat dicts: what json_query and selectattr read
     assert all(not isinstance(value, (dict, list)) for entry in findings for value in entry.values())
-    nodes = {'node01': {'findings': findings, 'bucket': baseline['bucket'], 'timestamp': current['timestamp']}}
-    assert json.loads(FILTERS['drift_report'](nodes, samples.DAY_LATER))['summary']['red_nodes'] == ['node01']
-    assert FILTERS['drift_markdown'](nodes['node01'], 'node01').startswith('# node01: drift red')
-    assert 'failures="1"' in FILTERS['drift_junit'](nodes)
-    assert 'netval_drift_findings{node="node01",check="nic_present",severity="red"} 1' in FILTERS['drift_textfile'](nodes)
     rows = FILTERS['figure_deltas'](baseline['figures'], samples.result(), samples.rules()['figure_tolerances'])
     assert set(r['verdict'] for r in rows) == {'within'} and all(not isinstance(v, (dict, list)) for r in rows for v in r.values())
     assert FILTERS['figure_deltas'](baseline, samples.result(), samples.rules()['figure_tolerances'], as_findings=True) == []
@@ -79,12 +72,6 @@ HOSTILE = [
     ('figure_deltas', (BASELINE, samples.result(), [5]), 'figure_deltas: figure_tolerances must be a mapping'),
     ('figure_deltas', (BASELINE, dict(samples.result(), tests='x'), samples.rules()['figure_tolerances']),
      'figure_deltas: new figures: node result tests must be a list'),
-    ('drift_report', ('nodes',), 'drift_report: nodes must be a dict'),
-    ('drift_report', ({'n': [None]},), 'drift_report: nodes.n.findings[0] must be a dict (a finding), got null'),
-    ('drift_markdown', ('findings', 'node01'), 'drift_markdown: nodes.node01 must be a dict with findings'),
-    ('drift_junit', ({'n': {'findings': None}},), 'drift_junit: nodes.n.findings must be a list of findings, got null'),
-    ('drift_textfile', ({'n': []},), 'drift_textfile: nodes.n: no run time'),
-    ('drift_textfile', ({'n': {'findings': [], 'bucket': 'Z'}}, 'drift', samples.RUN), "drift_textfile: nodes.n.bucket must be A, B, C or null"),
 ]
 
 
@@ -106,10 +93,6 @@ def test_no_junk_raises_anything_but_an_ansible_filter_error(junk):
         lambda: FILTERS['figure_deltas'](junk, samples.result(), samples.rules()['figure_tolerances']),
         lambda: FILTERS['figure_deltas'](BASELINE, junk, samples.rules()['figure_tolerances']),
         lambda: FILTERS['figure_deltas'](BASELINE, samples.result(), junk),
-        lambda: FILTERS['drift_report'](junk),
-        lambda: FILTERS['drift_markdown'](junk, 'node01'),
-        lambda: FILTERS['drift_junit'](junk),
-        lambda: FILTERS['drift_textfile'](junk, 'drift', samples.RUN),
     ]
     for call in calls:
         try:

@@ -6,7 +6,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import baseline
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import baseline
 from tests.unit import fixtures
 
 RUN = '20261201T100556Z'

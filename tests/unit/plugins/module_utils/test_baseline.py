@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import baseline, nvidia, rdma
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import nvidia, rdma
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import baseline
 from tests.unit import fixtures
 from tests.unit.plugins.module_utils import drift_samples as samples
 
@@ -211,7 +212,7 @@ def test_current_state_gpus_from_a_real_8xh100_nvidia_smi_query():
 
 def test_ethtool_stats_in_every_accepted_form():
     text = samples.ethtool_stats()['ibp93s0']
-    from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import parse_ethtool_stats
+    from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import parse_ethtool_stats
     parsed = parse_ethtool_stats(text)
     for form in (text, parsed, parsed['counters']):
         doc = baseline.current_state(samples.facts(), 'node01', samples.RUN, None, {'ibp93s0': form})

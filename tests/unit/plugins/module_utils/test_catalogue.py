@@ -4,7 +4,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, measurements, report
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, measurements
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import baseline, drift, rdma
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import rdma
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import baseline, drift
 from tests.unit import fixtures
 from tests.unit.plugins.module_utils import drift_samples as samples
 

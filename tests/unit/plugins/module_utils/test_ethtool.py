@@ -1,7 +1,7 @@
 """ethtool parsers and counter_deltas on real outputs (this machine's veth/virtio_net, public mlx4/mlx5/CX4 outputs) and synthetic mlx5 ones."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import ethtool
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import ethtool
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import failures, iperf3, perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils import failures
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import iperf3, perftest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 

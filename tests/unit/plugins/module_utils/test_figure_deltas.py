@@ -3,7 +3,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import drift
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import drift
 from tests.unit.plugins.module_utils import drift_samples as samples
 
 BASELINE = samples.lab_baseline()

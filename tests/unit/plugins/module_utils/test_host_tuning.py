@@ -1,7 +1,7 @@
 """host_tuning parsers on real /proc outputs and on faulty or foreign input."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import host_tuning
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

@@ -3,7 +3,7 @@ import copy
 import re
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import html_report, report
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import html_report, report
 from tests.quality.report_browser import outline
 from tests.unit.plugins.module_utils import report_samples
 

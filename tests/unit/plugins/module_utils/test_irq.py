@@ -1,7 +1,7 @@
 """NIC IRQ placement: /proc/interrupts from this machine and a documented mlx5 layout."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import irq
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import irq
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

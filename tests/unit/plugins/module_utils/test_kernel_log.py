@@ -1,7 +1,7 @@
 """parse_kernel_log on real dmesg / journalctl / syslog excerpts (healthy and faulty) and on this machine's own log."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import kernel_log
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

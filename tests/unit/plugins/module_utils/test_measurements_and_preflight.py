@@ -3,9 +3,10 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import kernel_log, measurements, plan, preflight
-from ansible_collections.gpufleet.netval.plugins.module_utils.pcie import parse_lspci
-from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import kernel_log
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import measurements, plan, preflight
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.pcie import parse_lspci
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.perftest import parse_perftest
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -20,7 +21,7 @@ def perftest_result(text):
 
 
 def run_of(test, metric=None, **extra):
-    """A planned run as plugins/module_utils/plan.py makes it (only the keys the readers use)."""
+    """A planned run as plugins/module_utils/policy/plan.py makes it (only the keys the readers use)."""
     run = {'test': test, 'metric': metric, 'subject': extra.pop('subject', 'mlx5_0'), 'peer_device': extra.pop('peer_device', 'mlx5_0')}
     run.update(extra)
     return run

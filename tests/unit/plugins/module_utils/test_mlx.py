@@ -1,7 +1,7 @@
 """mlxconfig / flint / mlxlink parsers and the CQE compression helper on real and (marked) synthetic outputs."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import mlx
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import mlx
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

@@ -1,7 +1,7 @@
 """nccl-tests parser on real outputs (shared and found-public), synthetic INFO logs and foreign input."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import nccl
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import nccl
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

@@ -1,7 +1,7 @@
 """nvidia-smi parsers on real outputs (XML, -q text, table, topo -m) and on faulty or foreign input."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import nvidia
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import nvidia
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

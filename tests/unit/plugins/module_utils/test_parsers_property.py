@@ -28,15 +28,18 @@ PACKAGE = 'ansible_collections.gpufleet.netval.plugins.module_utils'
 
 
 def discover_parsers():
+    """Every parse_* of every module_utils file, in every layer (a parser belongs in parsers/, but one elsewhere is held to
+    the same rules)."""
     found = []
-    for path in sorted(glob.glob(os.path.join(MODULE_UTILS, '*.py'))):
-        name = os.path.splitext(os.path.basename(path))[0]
-        if name.startswith('_'):
+    for path in sorted(glob.glob(os.path.join(MODULE_UTILS, '**', '*.py'), recursive=True)):
+        name = os.path.splitext(os.path.relpath(path, MODULE_UTILS))[0].replace(os.sep, '.')
+        if os.path.basename(name).startswith('_') or name.rsplit('.', 1)[-1].startswith('_'):
             continue
         module = importlib.import_module('%s.%s' % (PACKAGE, name))
         for attr, func in sorted(vars(module).items()):
             if attr.startswith('parse_') and inspect.isfunction(func) and func.__module__ == module.__name__:
                 found.append(pytest.param(func, id='%s.%s' % (name, attr)))
+    assert len(found) >= 30, found
     return found
 
 
@@ -165,7 +168,7 @@ PASTED_WITH_PROMPT = (
 @pytest.mark.parametrize('name, where, relpath', PASTED_WITH_PROMPT, ids=[entry[2].split('/')[-1] for entry in PASTED_WITH_PROMPT])
 def test_real_outputs_pasted_with_their_prompt(name, where, relpath):
     module, attr = name.split('.')
-    parser = getattr(importlib.import_module('%s.%s' % (PACKAGE, module)), attr)
+    parser = getattr(importlib.import_module('%s.parsers.%s' % (PACKAGE, module)), attr)
     body = getattr(fixtures, where)(relpath)
     first = _first_line(body)
     assert tool_output.prompt_command(first.strip())[0], 'fixture does not start with a prompt: %r' % first

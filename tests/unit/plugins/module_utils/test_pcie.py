@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import pcie
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import pcie
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

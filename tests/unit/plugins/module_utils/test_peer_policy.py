@@ -1,7 +1,8 @@
 """Peer choice, the re-test decision and the merge of two peers' figures."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi, measurements, peer_policy
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import measurements, peer_policy
 from tests.unit import fixtures
 
 

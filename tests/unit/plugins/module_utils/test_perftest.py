@@ -1,7 +1,7 @@
 """parse_perftest on real perftest outputs (shared, captured here, found in public issues) and on synthetic formats."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import perftest
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

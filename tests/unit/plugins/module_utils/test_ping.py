@@ -1,7 +1,7 @@
 """ping parser and jumbo verdict on real iputils outputs captured between network namespaces."""
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import ping
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import ping
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 

@@ -4,7 +4,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import plan, prediction
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import plan, prediction
 from tests.unit import fixtures
 from tests.unit.plugins.module_utils.test_plan import TIERS, gpu_pairs_of, live_ports
 

@@ -7,7 +7,8 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import host_tuning, mlx, nvidia, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import host_tuning, mlx, nvidia
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import preflight, verdict
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -241,7 +242,7 @@ def test_live_roce_port_needs_a_v2_gid_with_its_ipv4():
 
 def test_roce_gid_from_the_real_sysfs_reader(tmp_path):
     from tests.unit.plugins.module_utils.test_rdma import make_roce_device
-    from ansible_collections.gpufleet.netval.plugins.module_utils import rdma
+    from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import rdma
     make_roce_device(tmp_path, 'rocep1s0f0', '0000:01:00.0', 'enp1s0f0np0', 'ACTIVE', ipv4_gid='10.0.0.1')
     make_roce_device(tmp_path, 'roceP2p1s0f0', '0002:01:00.0', 'enP2p1s0f0np0', 'ACTIVE')
     devices = rdma.read_infiniband_sysfs(str(tmp_path))['devices']
@@ -254,7 +255,7 @@ def test_roce_gid_from_the_real_sysfs_reader(tmp_path):
 # ---------------------------------------------------------------- NIC IRQs on the NIC's NUMA node
 
 def test_irq_locality_against_the_profile_fraction():
-    from ansible_collections.gpufleet.netval.plugins.module_utils import irq
+    from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import irq
     from tests.unit.plugins.module_utils.test_irq import MLX5
     interrupts = irq.parse_proc_interrupts(MLX5)
     half = irq.irq_placement(interrupts, {'121': '0', '122': '1', '123': '2-3', '124': '3'}, '0-1', r'mlx5_comp\d+@pci:0000:1b:00\.0')

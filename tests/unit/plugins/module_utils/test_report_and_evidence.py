@@ -5,7 +5,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, report
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 
 PERFTEST_ROW = ' 65536      30000            0.00               36239.87            0.579838'
 
@@ -189,7 +190,7 @@ def test_the_chain_names_who_validated_whom_from_each_known_good_peer():
 
 def test_the_validation_textfile_has_every_node_its_bucket_and_whether_its_run_broke():
     from prometheus_client.parser import text_string_to_metric_families
-    from ansible_collections.gpufleet.netval.plugins.module_utils import verdict
+    from ansible_collections.gpufleet.netval.plugins.module_utils.policy import verdict
     nodes = {'node01': {'node': 'node01', 'bucket': 'A', 'tests': [], 'findings': [], 'causes': []},
              'node03': verdict.incomplete_verdict('node03', 'connect', 'timed out')}
     text = report.validation_textfile(nodes, 1764930000, hosts=['node01', 'node03'])

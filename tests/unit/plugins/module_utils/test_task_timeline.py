@@ -12,7 +12,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 from tests.unit import fixtures
 
 NETVAL = 'gpufleet.netval.'

@@ -5,8 +5,10 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, dcgmi, measurements, nccl, preflight, runner, verdict
-from ansible_collections.gpufleet.netval.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils import runner
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi, nccl
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, measurements, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.perftest import parse_perftest
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:

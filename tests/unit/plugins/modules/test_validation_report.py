@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from unittest import mock
 
 from ansible_collections.gpufleet.netval.plugins.action import validation_report as validation_report_action
-from ansible_collections.gpufleet.netval.plugins.module_utils import html_report
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import html_report
 from ansible_collections.gpufleet.netval.plugins.modules import validation_report
 from tests.unit.plugins.module_utils import report_samples
 from tests.unit.plugins.modules.utils import run_module
@@ -112,7 +112,7 @@ def test_without_matplotlib_every_report_is_written_and_the_page_says_why_it_has
 WITHOUT_MATPLOTLIB = """
 import json, sys
 sys.modules['matplotlib'] = None
-from ansible_collections.gpufleet.netval.plugins.module_utils import report_task
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report_task
 from tests.unit.plugins.module_utils import report_samples
 params = dict(root=sys.argv[1], timestamp='20261201T100000Z', nodes=report_samples.mixed_run(), sender={}, prediction={},
               hosts=[], textfile_dir=None)
@@ -123,7 +123,7 @@ print(json.dumps(report_task.write(params, False)))
 def test_without_matplotlib_every_output_but_the_page_is_the_same_byte_for_byte(tmp_path):
     # Issue 27 item 6: optional libraries never cost results.
     import subprocess
-    from ansible_collections.gpufleet.netval.plugins.module_utils import report_task
+    from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report_task
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     child = subprocess.run([sys.executable, '-c', WITHOUT_MATPLOTLIB, str(tmp_path / 'without')], capture_output=True, text=True,
                            env=env, check=False, timeout=300)

@@ -35,9 +35,9 @@ import math
 from collections import namedtuple
 from collections.abc import Mapping
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
-from ansible_collections.gpufleet.netval.plugins.module_utils.measurements import combine_repeats
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import combine_repeats
 
 HEALTHY = 'healthy'
 MARGINAL = 'marginal'
@@ -65,7 +65,7 @@ NCCL_TEST = 'nccl'
 # nccl-tests' count of wrong results: its own cause, apart from the nccl family's bandwidth and time.
 NCCL_WRONG = 'nccl_wrong'
 
-# Preflight checks (plugins/module_utils/preflight.py) each cause reads.  A check in no group is still
+# Preflight checks (plugins/module_utils/policy/preflight.py) each cause reads.  A check in no group is still
 # named, by the catch-all rule, when it is marginal or reject.
 GPU_HARDWARE_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc')
 GPU_MEMORY_WEAR_CHECKS = ('gpu_ecc_correctable', 'gpu_pages_pending')

@@ -43,7 +43,8 @@ import textwrap
 import traceback
 from urllib.parse import quote
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, report, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 
 try:
     import matplotlib

@@ -25,7 +25,9 @@ import json
 import os
 import time
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input, prediction, report, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import prediction, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
 
@@ -97,7 +99,7 @@ def incomplete_report(name, node, why, problems):
 
 def html_report():
     """module_utils.html_report, imported when a report is written (it imports matplotlib)."""
-    from ansible_collections.gpufleet.netval.plugins.module_utils import html_report as module
+    from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import html_report as module
     return module
 
 

@@ -18,8 +18,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.rdma import STATE_ACTIVE
-from ansible_collections.gpufleet.netval.plugins.module_utils.verdict import HEALTHY, MARGINAL, REJECT, UNKNOWN
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.rdma import STATE_ACTIVE
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.verdict import HEALTHY, MARGINAL, REJECT, UNKNOWN
 
 # Xid codes that mean the GPU or its link is broken (NVIDIA's Xid catalogue):
 # 48 DBE, 63/64 row remapping events, 74 NVLink, 79 fell off the bus, 92/94/95 ECC.

@@ -67,7 +67,7 @@ __metaclass__ = type
 import fnmatch
 import math
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import baseline as base
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import baseline as base
 
 RED = 'red'
 EXPECTED = 'expected'

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 
 
 class PeerPolicyError(ValueError):

@@ -7,7 +7,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import drift, drift_report, evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import drift
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import drift_writers
 from tests.unit.plugins.module_utils import drift_samples as samples
 
 BASELINE = samples.lab_baseline()
@@ -33,7 +35,7 @@ def nodes():
 
 
 def test_report_json_has_every_node_with_counts_and_status():
-    data = json.loads(drift_report.report_json(nodes(), samples.DAY_LATER))
+    data = json.loads(drift_writers.report_json(nodes(), samples.DAY_LATER))
     assert (data['schema'], data['schema_version'], data['generated']) == ('gpufleet.netval/drift-report', 1, samples.DAY_LATER)
     assert sorted(data['nodes']) == ['node01', 'node02', 'node03']
     node01 = data['nodes']['node01']
@@ -46,7 +48,7 @@ def test_report_json_has_every_node_with_counts_and_status():
 
 
 def test_a_bare_list_of_findings_is_a_node_entry():
-    data = json.loads(drift_report.report_json({'node09': [drift.baseline_missing('node09')]}))
+    data = json.loads(drift_writers.report_json({'node09': [drift.baseline_missing('node09')]}))
     assert data['nodes']['node09']['status'] == 'red' and data['generated'] is None
 
 
@@ -60,7 +62,7 @@ def test_a_bare_list_of_findings_is_a_node_entry():
     ({'node01': {'findings': [], 'figure_deltas': 'x'}}, 'nodes.node01.figure_deltas must be a list of rows'),
 ])
 def test_malformed_nodes_name_the_field(bad, message):
-    for writer in (drift_report.report_json, drift_report.junit_xml, lambda n: drift_report.textfile(n, 'drift', samples.RUN)):
+    for writer in (drift_writers.report_json, drift_writers.junit_xml, lambda n: drift_writers.textfile(n, 'drift', samples.RUN)):
         with pytest.raises(drift.DriftError) as caught:
             writer(bad)
         assert message in str(caught.value)
@@ -69,26 +71,26 @@ def test_malformed_nodes_name_the_field(bad, message):
 def test_markdown_per_node_groups_findings_and_escapes_table_cells():
     entry = nodes()['node01']
     entry['findings'][0]['detail'] = 'a | pipe\nand a line break'
-    text = drift_report.node_markdown('node01', entry)
+    text = drift_writers.node_markdown('node01', entry)
     assert text.startswith('# node01: drift red\n\n- findings: 2 red, 1 expected, 1 info\n- baseline: 20261201T100556Z\n')
     assert '## Red' in text and '## Expected (maintenance)' in text and '## Info' in text
     assert 'a \\| pipe\\\\x0aand a line break' in text  # the line break written out, visible and harmless
     table = [line for line in text.splitlines() if line.startswith('| cmdline')][0]
     assert table.count(' | ') == 5
-    assert 'Nothing differs from the baseline.' in drift_report.node_markdown('node02', nodes()['node02'])
+    assert 'Nothing differs from the baseline.' in drift_writers.node_markdown('node02', nodes()['node02'])
 
 
 def test_markdown_has_the_figure_delta_table():
     node = samples.result()
     [t for t in node['tests'] if t['id'] == 'gdr_bw_gbs:mlx5_6'][0]['value'] = 45.0
     rows = drift.compare_figures(BASELINE, node, samples.rules()['figure_tolerances'])
-    text = drift_report.node_markdown('node01', {'findings': drift.figure_findings(rows), 'figure_deltas': rows}, 'revalidation')
+    text = drift_writers.node_markdown('node01', {'findings': drift.figure_findings(rows), 'figure_deltas': rows}, 'revalidation')
     assert text.startswith('# node01: revalidation red\n') and '## Figures against the baseline' in text
     assert '| gdr_bw_gbs | mlx5_6 | 65536 | 46.500004 | 45.0 | GB/s | -3.226 | 3.0 |  | regression |' in text
 
 
 def test_junit_one_testcase_per_node_and_check_red_fails():
-    root = ET.fromstring(drift_report.junit_xml(nodes()))
+    root = ET.fromstring(drift_writers.junit_xml(nodes()))
     suites = dict((s.get('name'), s) for s in root.findall('testsuite'))
     assert sorted(suites) == ['node01', 'node02', 'node03']
     node01 = suites['node01']
@@ -109,7 +111,7 @@ def test_junit_one_testcase_per_node_and_check_red_fails():
 def test_junit_is_well_formed_for_any_text():
     entry = drift.baseline_missing('node\x01<&>"')
     entry['detail'] = 'bad \x00\x1b chars ]]> <b>'
-    root = ET.fromstring(drift_report.junit_xml({'node\x01<&>"': [entry]}))
+    root = ET.fromstring(drift_writers.junit_xml({'node\x01<&>"': [entry]}))
     assert root.find('testsuite').get('name') == 'node\\x01<&>"'
     assert 'bad \\x00\\x1b chars ]]> <b>' in root.find('testsuite/testcase/failure').text
 
@@ -119,7 +121,7 @@ def families(text):
 
 
 def test_textfile_parses_with_prometheus_client():
-    text = drift_report.textfile(nodes(), 'drift')
+    text = drift_writers.textfile(nodes(), 'drift')
     assert text.count('# HELP ') == 3 and text.count('# TYPE ') == 3 and text.endswith('\n')
     parsed = families(text)
     assert sorted(parsed) == ['netval_drift_findings', 'netval_last_run_timestamp_seconds', 'netval_node_bucket']
@@ -139,7 +141,7 @@ def test_textfile_parses_with_prometheus_client():
 def test_textfile_label_values_are_escaped():
     name = 'rack "7"\\node\n01'
     entry = dict(drift.baseline_missing(name), check='odd "check"\\')
-    text = drift_report.textfile({name: {'findings': [entry], 'bucket': 'C'}}, 'revalidate "x"', 1796205956)
+    text = drift_writers.textfile({name: {'findings': [entry], 'bucket': 'C'}}, 'revalidate "x"', 1796205956)
     assert '{node="rack \\"7\\"\\\\node\\n01",check="odd \\"check\\"\\\\",severity="red"} 1' in text
     parsed = families(text)
     (red,) = [s for s in parsed['netval_drift_findings'].samples if s.labels['severity'] == 'red']
@@ -150,10 +152,10 @@ def test_textfile_label_values_are_escaped():
 
 def test_textfile_needs_a_run_time():
     with pytest.raises(drift.DriftError, match='nodes.node01: no run time'):
-        drift_report.textfile({'node01': []})
-    assert 'node01' in drift_report.textfile({'node01': []}, 'drift', samples.RUN)
+        drift_writers.textfile({'node01': []})
+    assert 'node01' in drift_writers.textfile({'node01': []}, 'drift', samples.RUN)
     with pytest.raises(drift.DriftError, match='playbook must be non-empty text'):
-        drift_report.textfile({'node01': []}, '', samples.RUN)
+        drift_writers.textfile({'node01': []}, '', samples.RUN)
 
 
 def test_replace_file_is_atomic_and_refuses_what_is_not_a_regular_file(tmp_path):
@@ -177,7 +179,7 @@ def test_replace_file_is_atomic_and_refuses_what_is_not_a_regular_file(tmp_path)
 
 
 def test_a_node_whose_drift_run_broke_or_never_arrived_is_red_in_every_report():
-    nodes = drift_report.check_nodes({
+    nodes = drift_writers.check_nodes({
         'node01': None,
         'node02': {'run_incomplete': {'where': 'Read the current state', 'why': {'msg': 'node02 cannot be reached: timed out'}},
                    'timestamp': '20261205T100000Z'},
@@ -185,10 +187,10 @@ def test_a_node_whose_drift_run_broke_or_never_arrived_is_red_in_every_report():
     assert [f['check'] for f in nodes['node01']['findings']] == ['run_incomplete']
     assert nodes['node02']['findings'][0]['severity'] == 'red'
     assert 'Read the current state (node02 cannot be reached: timed out)' in nodes['node02']['findings'][0]['detail']
-    report = json.loads(drift_report.report_json(nodes, '20261205T100000Z'))
+    report = json.loads(drift_writers.report_json(nodes, '20261205T100000Z'))
     assert report['summary']['red_nodes'] == ['node01', 'node02']
-    junit = drift_report.junit_xml(nodes)
+    junit = drift_writers.junit_xml(nodes)
     assert junit.count('<testcase') == 2 and junit.count('<failure') == 2
-    text = drift_report.textfile(nodes, 'drift', '20261205T100000Z')
+    text = drift_writers.textfile(nodes, 'drift', '20261205T100000Z')
     assert 'netval_drift_findings{node="node01",check="run_incomplete",severity="red"} 1' in text
-    assert 'node02' in drift_report.node_markdown('node02', nodes['node02'])
+    assert 'node02' in drift_writers.node_markdown('node02', nodes['node02'])

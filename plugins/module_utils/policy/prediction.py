@@ -26,7 +26,7 @@ __metaclass__ = type
 import math
 from collections.abc import Mapping
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, peer_policy, plan
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, peer_policy, plan
 
 COST_KEYS = ('call_s', 'session_s', 'node_fixed_s', 'run_fixed_s', 'untimed_s')
 # Optional: without it (and without ansible's forks, which also bound it) the controller is taken to carry every node

@@ -33,7 +33,7 @@ A metric entry:
 
     unit        the unit of the figure and of its threshold
     label       how it reads in reports and letters
-    reads       the measurement reader (plugins/module_utils/measurements.py) that extracts it
+    reads       the measurement reader (plugins/module_utils/policy/measurements.py) that extracts it
     field       for perftest bandwidth: the parsed row field holding the figure
     family      rdma_bw (per-HCA host-memory RDMA), gdr_bw, rdma_lat, tcp, aggregate_bw, pause, ping, nccl, gpu_diag
     graded_by   'threshold' (the profile's threshold) or 'tool' (the tool grades itself: dcgmi pass/warn/fail)

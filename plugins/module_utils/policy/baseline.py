@@ -59,9 +59,9 @@ import math
 import re
 import time
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
-from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import parse_ethtool_stats
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import parse_ethtool_stats
 
 SCHEMA = 'gpufleet.netval/baseline'
 SCHEMA_VERSION = 1

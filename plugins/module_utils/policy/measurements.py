@@ -9,7 +9,7 @@ in the catalogue's unit of the metric (GB/s decimal, Gb/s decimal, us, ms, %,
 /s), ``as_printed`` keeps the tool's own figure next to the converted one, and
 ``verbatim`` holds the raw output lines the figure came from, for the vendor
 letter.  Which reader handles a metric, and in which unit, is the catalogue's
-(plugins/module_utils/catalogue.py) to say.  No Ansible import.
+(plugins/module_utils/policy/catalogue.py) to say.  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,9 +18,9 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
-from ansible_collections.gpufleet.netval.plugins.module_utils import dcgmi as dcgmi_parser
-from ansible_collections.gpufleet.netval.plugins.module_utils.ethtool import counter_deltas
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi as dcgmi_parser
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import counter_deltas
 
 _ROW = re.compile(r'^\s*\d+\s+\d+\s')
 

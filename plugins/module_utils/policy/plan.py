@@ -21,7 +21,7 @@ needs) carries the reason.  No Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 
 DEFAULTS = {
     'slot': 0,

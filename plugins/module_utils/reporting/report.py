@@ -15,7 +15,8 @@ __metaclass__ = type
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import catalogue, prometheus
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import prometheus
 from ansible_collections.gpufleet.netval.plugins.module_utils.node_input import one_line, visible
 
 BUCKET_WORDS = {
