@@ -66,7 +66,7 @@ def _importable():
 _importable()
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
 
 PROFILE = 'healthy-400g'
 MATRIX_NODES = (1, 4, 16)

@@ -30,7 +30,7 @@ def _importable():
 
 _importable()
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def table(headers, rows, numeric):

@@ -54,7 +54,7 @@ import time
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import progress
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import progress
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import warm_up
 

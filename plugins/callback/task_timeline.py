@@ -42,7 +42,7 @@ description:
     nothing.
   - It never breaks the playbook, any error of its own becomes a warning.
   - C(scripts/task_costs.py) in the source repository prints the per-task cost table of a document and compares two;
-    the summaries are in C(plugins/module_utils/task_timeline.py).
+    the summaries are in C(plugins/module_utils/reporting/task_timeline.py).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 requirements:
@@ -89,7 +89,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.task_timeline import FORMAT, write_document
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting.task_timeline import FORMAT, write_document
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import warm_up
 

@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input, validate
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, validate
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
 
@@ -153,7 +153,7 @@ def store(params, check_mode=False, fetch=None):
             if link:
                 evidence.replace_symlink(link, os.path.basename(os.path.normpath(dest)))
     except (evidence.EvidenceError, OSError) as exc:
-        return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, node_input.one_line(exc)),
+        return dict(failed=True, msg='%s: cannot keep the evidence bundle %s: %s' % (hostname(), tarball, validate.one_line(exc)),
                     **failure('evidence_error'))
-    return dict(changed=True, location=dest, tarball=tarball, files=files, ignored=[node_input.one_line(rel) for rel in ignored],
+    return dict(changed=True, location=dest, tarball=tarball, files=files, ignored=[validate.one_line(rel) for rel in ignored],
                 baseline=baseline_path, baseline_written=baseline_path is not None, **SUCCESS)

@@ -176,3 +176,28 @@ def finish(module, result):
     if result.pop('failed', False):
         module.fail_json(**result)
     module.exit_json(**result)
+
+
+# C0 and C1 controls (newline and tab apart), DEL, line and paragraph separators, bidirectional overrides and
+# isolates, lone surrogates and the two non-characters XML cannot hold.
+_OTHER_INVISIBLE = '\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff'
+_INVISIBLE = re.compile('[\x00-\x08%s]' % _OTHER_INVISIBLE)
+_INVISIBLE_LINES = re.compile('[\x00-\x0a%s]' % _OTHER_INVISIBLE)
+
+
+def _char_escape(match):
+    code = ord(match.group())
+    return '\\x%02x' % code if code < 0x100 else '\\u%04x' % code
+
+
+def visible(value, lines=True):
+    """``value`` as text with every control, escape and bidirectional character written out (``\\x1b``, ``\\u202e``),
+    lone surrogates too, so the text is valid UTF-8 and shows what it holds.  ``lines``: newlines and tabs stay (for
+    JSON and multi-line text); with False they are written out as ``\\x0a`` and ``\\x09`` (one-line formats)."""
+    text = value if isinstance(value, str) else ('' if value is None else str(value))
+    return (_INVISIBLE if lines else _INVISIBLE_LINES).sub(_char_escape, text)
+
+
+def one_line(value):
+    """``value`` as one line of visible text (``visible(value, lines=False)``)."""
+    return visible(value, lines=False)

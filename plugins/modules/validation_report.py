@@ -28,7 +28,7 @@ description:
     replaced when it is this module's symlink to a run folder; a file, a directory or another symlink of that name is an error,
     reported before anything is written.
   - A node under test is not trusted. Every node result first passes the controller's trust boundary
-    (C(plugins/module_utils/node_input.py)). Its text is made valid UTF-8 with control and escape characters written out
+    (C(plugins/module_utils/reporting/node_input.py)). Its text is made valid UTF-8 with control and escape characters written out
     (C(\x1b)); lengths, entries, nesting and a node's text in all are bounded; numbers must be finite; RDMA device and
     interface names and PCI addresses are checked. What it had to change is a C(node_data) finding of that node (status
     unknown, a cause of ours), so bucket A becomes B, never C.

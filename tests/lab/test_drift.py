@@ -12,7 +12,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from tests.lab.conftest import BIN, LAB_ROOT, ROOT, bench_script, cli, lab_env
 
 pytestmark = pytest.mark.lab

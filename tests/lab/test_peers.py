@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from tests.lab.conftest import LAB_ROOT, bench_script, cli
 from tests.lab.test_validate import assert_every_enabled_test_has_its_figures, node_result, validate
 

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from tests.lab.conftest import BIN, LAB_ROOT, ROOT, bench_script, cli, lab_env
 
 pytestmark = pytest.mark.lab

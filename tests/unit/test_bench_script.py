@@ -18,7 +18,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from lab.netval_lab import __main__ as lab_cli
 from tests.unit import fixtures
 

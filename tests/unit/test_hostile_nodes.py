@@ -24,7 +24,8 @@ import pytest
 from markdown_it import MarkdownIt
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import node_input
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import drift, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import drift_writers, html_report
 from tests.unit.plugins.module_utils import report_samples

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from tests.unit import fixtures
 
 SCRIPT = os.path.join(fixtures.ROOT, 'scripts', 'task_costs.py')

@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import baseline as base
-from ansible_collections.gpufleet.netval.plugins.module_utils import node_input
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import node_input
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import drift
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import prometheus
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting.report import markdown_text, xml_text

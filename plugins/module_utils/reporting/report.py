@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import prometheus
-from ansible_collections.gpufleet.netval.plugins.module_utils.node_input import one_line, visible
+from ansible_collections.gpufleet.netval.plugins.module_utils.validate import one_line, visible
 
 BUCKET_WORDS = {
     'A': 'A (accept)',

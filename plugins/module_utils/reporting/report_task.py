@@ -25,7 +25,8 @@ import json
 import os
 import time
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import evidence, node_input
+from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import node_input
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import prediction, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
@@ -92,7 +93,7 @@ def incomplete_report(name, node, why, problems):
     bounded line; it keeps the node's tier, timestamp and evidence, and its node_data ``problems``."""
     node = node if isinstance(node, dict) else {}
     keep = dict((key, node[key]) for key in ('tier', 'timestamp', 'evidence') if isinstance(node.get(key), str))
-    result = verdict.incomplete_verdict(name, 'report', node_input.one_line(why)[:4000], tier=keep.pop('tier', None))
+    result = verdict.incomplete_verdict(name, 'report', checks.one_line(why)[:4000], tier=keep.pop('tier', None))
     result.update(keep)
     return node_input.with_problems(result, problems)
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from tests.unit import fixtures
 
 BIN = os.path.dirname(sys.executable)

@@ -1,5 +1,5 @@
 """Progress: each node's stage from task events, and the time left from the prediction played forward again."""
-from ansible_collections.gpufleet.netval.plugins.module_utils import progress
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import progress
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import prediction
 
 COSTS = {'call_s': 1, 'session_s': 0, 'node_fixed_s': 0, 'run_fixed_s': 0, 'untimed_s': {}}

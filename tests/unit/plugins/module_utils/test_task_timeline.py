@@ -12,7 +12,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils import task_timeline
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 from tests.unit import fixtures
 
