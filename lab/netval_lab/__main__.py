@@ -164,9 +164,10 @@ def cmd_up(args):
     if dcgmi_seconds is not None and not 0 <= dcgmi_seconds <= 3600:
         raise LabError('--dcgmi-seconds must be between 0 and 3600 (got %s)' % dcgmi_seconds)
     wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds, mesh)
+    # A lab another checkout built runs that checkout's tools: it is rebuilt from this one.
     if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', ''),
                     current.get('dcgmi_seconds'), bool(current.get('mesh'))) == wanted \
-            and lab_is_healthy(current):
+            and current.get('repo_root') == REPO_ROOT and lab_is_healthy(current):
         # Pinning is the inventory's alone: the same lab serves both, only hosts.yml is rewritten.
         current['unpinned'] = unpinned
         save_lab(current)
