@@ -51,12 +51,12 @@ def test_a_downed_peer_leaves_the_pool_and_its_node_is_rescheduled_and_measured_
     finally:
         cli('fault', 'clear')
     assert 'peer01 goes down during: ib_' in fired
-    assert 'DOWN' in [line.split()[3] for line in status.splitlines() if line.startswith('peer01')], status
+    assert [line.split()[3:5] for line in status.splitlines() if line.startswith('peer01')] == [['up', 'DOWN']], status
     assert rc == 0, out[-6000:]
     result = node_result(reports, 'node01')
     assert result['bucket'] == 'A', result['causes']
     assert result['peer'] == 'peer02'
-    assert not [f for f in result.get('findings', []) if f.get('check') == 'run_error'], result['findings']
+    assert not [f for f in result.get('findings', []) if f.get('check') == 'run_incomplete'], result['findings']
     lost = result['lost_peers']
     assert [entry['peer'] for entry in lost] == ['peer01'] and 'went away during' in lost[0]['detail'], lost
     peer_tests = [t for t in result['tests'] if t.get('peer')]
@@ -70,6 +70,42 @@ def test_a_downed_peer_leaves_the_pool_and_its_node_is_rescheduled_and_measured_
         summary = json.load(handle)
     assert summary['lost_peers']['peer01'][0]['node'] == 'node01' and summary['lost_peers']['peer01'][0]['then'] == 'peer02'
     assert 'peer peer01 went away mid-run and left the pool: node01 was on it' in (reports / 'latest' / 'summary.txt').read_text()
+
+
+def test_with_the_only_peer_down_before_the_run_every_node_is_reported_b_never_blamed(lab_session, tmp_path):  # pylint: disable=unused-argument
+    cli('up', '--profile', 'healthy-100g', '--nodes', '2', '--peers', '1', check=True)
+    cli('fault', 'peer-down', check=True)  # peer01's management link down: no ssh master of an earlier run can reach it
+    try:
+        rc, out, reports, _evidence = validate(tmp_path)
+    finally:
+        cli('fault', 'clear')
+    assert rc == 0, out[-6000:]
+    summary_txt = (reports / 'latest' / 'summary.txt').read_text()
+    assert summary_txt.splitlines()[0] == '2 of 2 nodes reported: 0 A (accept), 2 B (investigate), 0 C (return to provider)', summary_txt
+    for node in ('node01', 'node02'):
+        result = node_result(reports, node)
+        assert result['bucket'] == 'B' and result['tests_skipped'] == 'no healthy known-good peer', result
+        peer = [f for f in result['findings'] if f['check'] == 'peer_health']
+        assert peer and peer[0]['status'] == 'unknown' and "not the node's fault" in peer[0]['detail']
+        assert not (reports / 'latest' / 'letters' / ('%s.txt' % node)).exists()
+
+
+def test_a_peer_whose_end_of_the_rail_is_at_1500_gives_the_node_its_report_with_the_path_mtu_cause(lab_session, tmp_path):  # pylint: disable=unused-argument
+    # Every jumbo frame is lost at the peer's end: the ping once said the host was "unreachable" in a key Ansible reads as
+    # its own, and the node vanished from the run.
+    cli('up', '--profile', 'healthy-100g', '--nodes', '1', '--peers', '1', check=True)
+    cli('fault', 'mtu-mismatch', '--node', 'node01', '--side', 'peer', check=True)
+    try:
+        rc, out, reports, _evidence = validate(tmp_path)
+    finally:
+        cli('fault', 'clear')
+    assert rc == 0, out[-6000:]
+    result = node_result(reports, 'node01')
+    assert result['bucket'] in ('B', 'C') and 'jumbo_path' in [c['cause'] for c in result['causes']], result['causes']
+    loss = [t for t in result['tests'] if t['metric'] == 'jumbo_ping_loss_pct']
+    assert loss and loss[0]['value'] == 100.0, loss
+    # The rest of the node was measured: the ping's loss did not end its run.
+    assert any(t['metric'] == 'ib_send_bw_gbs' and t['status'] == 'healthy' for t in result['tests'])
 
 
 def test_with_promotion_an_accepted_node_serves_a_later_one_alone_and_the_report_shows_the_chain(lab_session, tmp_path):  # pylint: disable=unused-argument

@@ -35,10 +35,13 @@ pytestmark = pytest.mark.lab
 PATTERNS = {
     'node01': 'healthy-400g', 'node02': 'gen4-nic0', 'node03': 'platform-slow', 'node04': 'gpu-missing',
     'node05': 'nccl-socket-fallback', 'node06': 'dcgmi-memory-fail', 'node07': 'pfc-pause-storm', 'node08': 'healthy-400g',
-    'node09': 'dcgmi-missing', 'node10': 'firmware-mixed',
+    'node09': 'dcgmi-missing', 'node10': 'firmware-mixed', 'node11': 'healthy-400g', 'node12': 'healthy-400g',
 }
-# Real faults on top of the profiles: tc throttles node05's cable to its peer; node08's cable flaps.
-MIXED_FAULTS = (('slow-link', 'node05'), ('link-flap', 'node08'))
+# Real faults on top of the profiles: tc throttles node05's cable to its peer; node08's cable flaps; node11's management
+# link is down before the run (Ansible cannot reach it); every module on node12 raises before it answers.
+MIXED_FAULTS = (('slow-link', 'node05'), ('link-flap', 'node08'), ('node-down', 'node11'), ('module-crash', 'node12'))
+# The nodes whose run breaks: in every report all the same, bucket B with the cause run_incomplete.
+BROKEN = {'node11': 'cannot be reached', 'node12': 'netval lab fault module-crash'}
 DCGMI_SECONDS = 20
 MIXED = ['up', '--profile', 'healthy-400g', '--nodes', str(len(PATTERNS)), '--peers', '2', '--dcgmi-seconds', str(DCGMI_SECONDS),
          '--node-profiles', ','.join('%s=%s' % (node, profile) for node, profile in sorted(PATTERNS.items()) if profile != 'healthy-400g')]
@@ -128,7 +131,7 @@ MIXED_SCHEDULE = {}
 
 
 # node04's GPU is off the bus: preflight blocks its tests, so it never takes a peer (nor runs dcgmi diag).
-BLOCKED_IN_PREFLIGHT = ('node04',)
+BLOCKED_IN_PREFLIGHT = ('node04',) + tuple(sorted(BROKEN))
 
 
 # node06's GPU fails dcgmi's memory test: when it ran the diagnostic while waiting, it gives up its place in the queue.
@@ -226,7 +229,7 @@ def test_every_one_of_ten_nodes_gets_its_report_bucket_and_named_cause(mixed_run
     buckets = dict((name, entry['bucket']) for name, entry in summary['nodes'].items())
     assert sorted(buckets) == sorted(PATTERNS)
     expected = {'node01': 'A', 'node02': 'C', 'node04': 'C', 'node05': 'C', 'node06': 'C', 'node07': 'C', 'node08': 'C',
-                'node09': 'B', 'node10': 'B'}
+                'node09': 'B', 'node10': 'B', 'node11': 'B', 'node12': 'B'}
     assert dict((n, b) for n, b in buckets.items() if n != 'node03') == expected
     assert buckets['node03'] in ('B', 'C')
     first_causes = {'node02': 'pcie_link', 'node03': 'platform_tuning', 'node04': 'gpu_hardware', 'node05': 'nccl_socket_fallback',
@@ -236,7 +239,8 @@ def test_every_one_of_ten_nodes_gets_its_report_bucket_and_named_cause(mixed_run
         assert cause in causes(node_result(reports, node)), (node, causes(node_result(reports, node)))
     assert len(set(first_causes.values())) == 9  # nine failure patterns besides the healthy node, each its own cause
     for name, entry in summary['nodes'].items():
-        assert entry['peer'] in ('peer01', 'peer02') and isinstance(entry['causes'], list)
+        assert entry['peer'] in ('peer01', 'peer02') or name in BROKEN, (name, entry['peer'])
+        assert isinstance(entry['causes'], list)
         assert (reports / 'latest' / 'nodes' / ('%s.md' % name)).exists()
         if entry['bucket'] != 'A':
             assert entry['causes'], name  # never a marginal or reject without a named cause
@@ -244,6 +248,26 @@ def test_every_one_of_ten_nodes_gets_its_report_bucket_and_named_cause(mixed_run
     letters = set(os.path.basename(p) for p in glob.glob(str(reports / 'latest' / 'letters' / '*.txt')))
     assert letters == set('%s.txt' % n for n, b in buckets.items() if b == 'C')
     assert not {'node01.txt', 'node09.txt', 'node10.txt'} & letters
+
+
+def test_a_node_that_cannot_be_reached_and_one_whose_module_raises_are_in_every_report_as_ours(mixed_run):
+    summary, reports, _evidence = mixed_run
+    latest = reports / 'latest'
+    first = (latest / 'summary.txt').read_text().splitlines()[0]
+    assert first.startswith('%d of %d nodes reported: ' % (len(PATTERNS), len(PATTERNS))), first
+    junit = (latest / 'junit.xml').read_text()
+    page = (latest / 'index.html').read_text()
+    prom = (latest / 'netval.prom').read_text()
+    for node, why in BROKEN.items():
+        result = node_result(reports, node)
+        assert summary['nodes'][node]['bucket'] == 'B' and causes(result)[0] == 'run_incomplete', (node, causes(result))
+        assert why in result['run_incomplete']['why'] and result['run_incomplete']['where'].startswith('preflight'), result
+        assert not (latest / 'letters' / ('%s.txt' % node)).exists()
+        assert node in junit and node in page and node in (latest / 'summary.md').read_text()
+        assert 'netval_validation_run_incomplete{node="%s"} 1' % node in prom
+        assert 'netval_node_bucket{node="%s",bucket="B"} 1' % node in prom
+    assert 'netval_validation_nodes %d' % len(PATTERNS) in prom
+    assert 'netval_validation_run_incomplete{node="node01"} 0' in prom
 
 
 def test_dcgmi_memory_failure_names_the_test_and_the_gpu(mixed_run):
