@@ -77,14 +77,12 @@ collection:
 	@mkdir -p $(COLLECTIONS)/ansible_collections/gpufleet
 	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/gpufleet/netval
 
-# The whole suite: unit tests and quality gates on two workers, then the lab
-# and end-to-end tests (root, network namespaces) one at a time, since they
-# share one lab.  The last thing it prints is pytest's summary line.
+# The whole suite (scripts/test_suite.sh): unit tests and quality gates on two workers; then the lab and end-to-end
+# tests (root, network namespaces) one at a time, since they share one lab, with the ansible-core matrix (sanity, units
+# and ansible-lint on every other ansible-core CI tests) niced beside them; the matrix's table comes last.
 test: deps
 	$(MAKE) -j 2 matrix
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra -n 2 --durations=5 tests/unit tests/quality
-	$(PY) scripts/ansible_matrix.py $(foreach entry,$(ANSIBLE_MATRIX),.venvs/ansible-$(word 1,$(subst :, ,$(entry))):$(word 2,$(subst :, ,$(entry))))
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra --durations=10 tests/lab tests/e2e
+	scripts/test_suite.sh $(foreach entry,$(ANSIBLE_MATRIX),.venvs/ansible-$(word 1,$(subst :, ,$(entry))):$(word 2,$(subst :, ,$(entry))))
 
 units: deps
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests/unit
