@@ -7,7 +7,7 @@
 #      time is the lab's own waiting, which the matrix fills.
 # The matrix's table is printed after the lab's summary; the suite fails when any step failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 venv=${VENV:-.venv}
 export PATH="$PWD/$venv/bin:$PATH"
 mkdir -p tests/output

@@ -35,6 +35,8 @@ def run(argv, timeout=900, **kwargs):
 def test_ansible_test_sanity():
     rc, out = run([os.path.join(ROOT, 'scripts', 'ansible_test.sh'), 'sanity', '--venv', '--python', '%d.%d' % sys.version_info[:2]])
     assert rc == 0, out[-20000:]
+    # A sanity test ansible-test skipped for a missing program (shellcheck) is not a pass.
+    assert 'Required program' not in out, [line for line in out.splitlines() if 'Required program' in line]
 
 
 def test_ansible_lint_production_profile():
