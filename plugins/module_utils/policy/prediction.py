@@ -211,19 +211,21 @@ def run_prediction(hosts, costs, local_while_waiting=True, forks=None):
     """predict_run over the hosts of a play (their hostvars, in the order they ask for a peer: sorted names); ``forks``
     is ansible's (ansible_forks), which caps the costs' parallel_nodes.
 
-    Each host's ``netval_plan_seconds`` (plan_seconds of its plan), ``netval_healthy_peers`` and ``netval_peer`` say what it
-    will run and where; one with ``netval_tests_skipped`` takes no peer; ``netval_promote_accepted`` lets one that is not
+    Each host's run record (``netval_run``: node_run's) says what it will run and where (its ``plan_seconds``, the
+    plan_seconds of its plan, and its ``healthy_peers``) and whether its tests run at all (``tests_skipped``); a host
+    without one (its run broke) takes no peer; ``netval_peer`` pins it; ``netval_promote_accepted`` lets one that is not
     pinned to a healthy peer take nodes measured before it.  Never raises: {error} says why there is no prediction.
     """
     nodes, peers = [], []
     # Ansible passes hostvars as mappings that are not dicts.
     for host in sorted((h for h in hosts or [] if isinstance(h, Mapping)), key=lambda h: str(h.get('inventory_hostname'))):
-        seconds = host.get('netval_plan_seconds') or {}
-        healthy = [p for p in host.get('netval_healthy_peers') or [] if isinstance(p, str)]
+        record = host.get('netval_run') if isinstance(host.get('netval_run'), Mapping) else {}
+        seconds = record.get('plan_seconds') or {}
+        healthy = [p for p in record.get('healthy_peers') or [] if isinstance(p, str)]
         peers.extend(p for p in healthy if p not in peers)
         nodes.append({'node': host.get('inventory_hostname'), 'peer_s': seconds.get('peer_s', 0.0), 'local_s': seconds.get('local_s', 0.0),
                       'peer_overhead_s': seconds.get('peer_overhead_s', 0.0),
-                      'takes_peer': 'netval_tests_skipped' not in host and bool(seconds),
+                      'takes_peer': not record.get('tests_skipped') and bool(seconds),
                       'peers': peer_policy.first_peers(healthy, host.get('netval_peer') or None),
                       'grow': _true(host.get('netval_promote_accepted')) and (host.get('netval_peer') or '') not in healthy})
     try:
