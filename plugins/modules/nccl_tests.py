@@ -162,6 +162,15 @@ hostfile:
   returned: always
   type: str
   sample: "10.0.0.11 slots=8\n10.0.0.12 slots=8\n"
+test:
+  description: The nccl-tests test that ran, its base name (C(all_reduce_perf) also for a binary built as C(all_reduce_perf_mpi)).
+  returned: when the output was read
+  type: str
+  sample: all_reduce_perf
+binary:
+  description: The test binary's name as the output printed it (C(all_reduce_perf_mpi)), or null.
+  returned: when the output was read
+  type: str
 rows:
   description:
     - One dict per message size with C(size_bytes), C(count), C(type), C(redop), C(root), C(oop_time_us), C(oop_algbw_gbs),
