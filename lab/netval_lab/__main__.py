@@ -289,10 +289,10 @@ def host_status(lab, host):
             links.append({'ifname': ifname, 'up': False, 'mtu': None, 'qdisc': None})
         else:
             links.append(dict(state, ifname=ifname))
-    faults = ['%s' % f['name'] for f in lab.get('faults', []) if host in (f.get('node'), f.get('peer'))]
+    active = ['%s' % f['name'] for f in lab.get('faults', []) if host in (f.get('node'), f.get('peer'))]
     mgmt = netns.link_info(host, faults.MGMT_IF) if exists else None
     return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'netns': exists, 'mgmt_up': bool(mgmt and mgmt['up']),
-            'sshd': netns.sshd_alive(host), 'links': links, 'faults': faults}
+            'sshd': netns.sshd_alive(host), 'links': links, 'faults': active}
 
 
 def cmd_status(args):

@@ -220,7 +220,9 @@ def verdict_inputs(record):
         retested_against = second['peer']
     findings = _without_kernel(findings) + list(record['link_findings'])
     return {'measurements': measured, 'expected': expected, 'findings': findings, 'nccl_transport': transport,
-            'peer': retested_against or _peer_of(peer_pass), 'first_peer': _peer_of(peer_pass) if retested_against else None,
+            # A node that never took a peer (blocked in preflight, gave up its place) names the one it would have taken first.
+            'peer': retested_against or _peer_of(peer_pass) or (record['healthy_peers'] or [None])[0],
+            'first_peer': _peer_of(peer_pass) if retested_against else None,
             'first_peer_tests': _first_peer_tests(record) if retested_against else [], 'retested_against': retested_against,
             'tried_peers': list(record['tried_peers']), 'healthy_peers': list(record['healthy_peers']),
             'peer_findings': list(record['peer_findings']), 'tests_skipped': record['tests_skipped'],

@@ -74,10 +74,11 @@ SEQUENCES = {
          'lost_peers': [], 'broke': None, 'transport': 'IB'}),
     'preflight blocks the tests': (
         [PEERS_OK, ('after_preflight', {'blocking': [{'detail': '7 of 8 GPUs'}], 'plan_seconds': {'peer_s': 30.0}})],
-        {'tests_skipped': 'preflight found blocking problems: 7 of 8 GPUs', 'plan_seconds': None, 'tried_peers': [], 'measured': 0}),
+        {'tests_skipped': 'preflight found blocking problems: 7 of 8 GPUs', 'plan_seconds': None, 'tried_peers': [], 'measured': 0,
+         'peer': 'peer01'}),
     'no healthy peer': (
         [('check_peers', {'health_results': [HEALTH[2]]}), PREFLIGHT_OK],
-        {'tests_skipped': 'no healthy known-good peer', 'peer_findings': ['peer_health'], 'healthy_peers': [], 'measured': 0}),
+        {'tests_skipped': 'no healthy known-good peer', 'peer_findings': ['peer_health'], 'healthy_peers': [], 'measured': 0, 'peer': None}),
     'check mode': (
         [PEERS_OK, ('after_preflight', {'blocking': [], 'check_mode': True})],
         {'tests_skipped': 'check mode: preflight only', 'measured': 0}),
