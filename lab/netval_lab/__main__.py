@@ -20,6 +20,7 @@ from . import LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, REPO_ROOT, netns_name, n
 from . import faults, inventory, netns
 from .netns import LabError
 
+
 def say(msg):
     sys.stdout.write(msg + '\n')
     sys.stdout.flush()
