@@ -63,6 +63,8 @@ RULE_KEYS = {
 # Element kinds of a pair, the most specific first (a tie between two kinds names the narrower one).
 KINDS = ('peer_hca', 'rail', 'peer', 'node')
 KIND_WORDS = {'peer_hca': 'peer HCA', 'rail': 'rail', 'peer': 'known-good peer', 'node': 'node'}
+# Pairs a common element's sentence names (its entry keeps them all).
+SHOWN_PAIRS = 4
 
 
 class FleetError(ValueError):
@@ -462,7 +464,9 @@ def _common_entry(tier, kind, value, keys, carried, share, pairs, failing_count)
                                for t in pairs[k]['figures']]} for k in ordered]
     shown = '; '.join('%s %s on %s%s: %s' % (p['node'], p['subject'], p['peer'], ' %s' % p['peer_device'] if p['peer_device'] else '',
                                               ', '.join(_figure_text(f) for f in pairs[(p['node'], p['subject'], p['peer'], p['peer_device'])]['figures']))
-                      for p in supporting)
+                      for p in supporting[:SHOWN_PAIRS])
+    if len(supporting) > SHOWN_PAIRS:
+        shown += '; and %d more pair(s)' % (len(supporting) - SHOWN_PAIRS)
     advice = {
         'peer_hca': 'check that peer HCA, its cable and its switch port before anything is held against the nodes',
         'peer': 'check the known-good peer (its NICs, PCIe links, tuning) and take it out of the pool before anything is held '
