@@ -395,8 +395,8 @@ def _spread_ok(kind, failed):
 
 
 def _figure_text(test):
-    return '%s %s %s (%s)' % (catalogue.label(test.get('metric')), _fmt(test['value']) if _finite(test.get('value')) else '?',
-                              test.get('unit') or '', test.get('status'))
+    return '%s %s %s (%s)' % (test.get('metric'), _fmt(test['value']) if _finite(test.get('value')) else '?', test.get('unit') or '',
+                              test.get('status'))
 
 
 def common_elements(nodes, rules_by_tier, low=()):
@@ -462,9 +462,10 @@ def _common_entry(tier, kind, value, keys, carried, share, pairs, failing_count)
     supporting = [{'node': k[0], 'subject': k[1], 'peer': k[2], 'peer_device': k[3],
                    'figures': [{'metric': t.get('metric'), 'value': t.get('value'), 'unit': t.get('unit'), 'status': t.get('status')}
                                for t in pairs[k]['figures']]} for k in ordered]
-    shown = '; '.join('%s %s on %s%s: %s' % (p['node'], p['subject'], p['peer'], ' %s' % p['peer_device'] if p['peer_device'] else '',
-                                              ', '.join(_figure_text(f) for f in pairs[(p['node'], p['subject'], p['peer'], p['peer_device'])]['figures']))
-                      for p in supporting[:SHOWN_PAIRS])
+    shown = '; '.join('%s %s on %s%s: %s' % (
+        p['node'], p['subject'], p['peer'], ' %s' % p['peer_device'] if p['peer_device'] else '',
+        ', '.join(_figure_text(f) for f in pairs[(p['node'], p['subject'], p['peer'], p['peer_device'])]['figures']))
+        for p in supporting[:SHOWN_PAIRS])
     if len(supporting) > SHOWN_PAIRS:
         shown += '; and %d more pair(s)' % (len(supporting) - SHOWN_PAIRS)
     advice = {

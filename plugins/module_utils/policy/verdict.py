@@ -648,6 +648,22 @@ def rule_host_configuration(results, found):
                    [f.get('subject') for f in bad], bad)]
 
 
+def _fleet_part(metric, tests):
+    """One metric's outliers: '<label> mlx5_0, mlx5_1 at 11.01 GB/s, 9.0 % worse than the median 12.1 GB/s of 16 figures (...)'."""
+    mark = tests[0][FLEET_OUTLIER]
+    unit = mark.get('unit') or tests[0].get('unit') or ''
+    values = sorted(set(_fmt(t['value']) for t in tests))
+    if len(values) == 1:
+        figures = '%s at %s %s' % (', '.join(str(t.get('subject')) for t in tests), values[0], unit)
+    else:
+        figures = '%s %s' % (', '.join('%s %s' % (t.get('subject'), _fmt(t['value'])) for t in tests), unit)
+    spread = mark.get('spread') or 0
+    return '%s %s, %s %% worse than the median %s %s of %d figures (robust spread %s)' % (
+        catalogue.label(metric), figures.strip(), '-'.join(sorted(set('%.1f' % t[FLEET_OUTLIER].get('shortfall_pct', 0) for t in tests))),
+        _fmt(mark.get('median')), unit, mark.get('batch_figures', 0),
+        '%s %s' % (_fmt(spread), unit) if spread else '0: the siblings do not vary')
+
+
 def _fleet_marked(results):
     return [t for t in results.tests if t.get('status') == MARGINAL and isinstance(t.get(FLEET_OUTLIER), Mapping)]
 
@@ -656,27 +672,22 @@ def rule_fleet_outlier(results, _found):
     marked = _fleet_marked(results)
     if not marked:
         return []
-    parts, metrics = [], []
+    metrics = []
     for test in marked:
         if test.get('metric') not in metrics:
             metrics.append(test.get('metric'))
-    for metric in metrics:
-        tests = [t for t in marked if t.get('metric') == metric]
-        mark = tests[0][FLEET_OUTLIER]
-        spread = mark.get('spread') or 0
-        parts.append('%s %s: %s %% worse than the median %s %s of %d figures from %d nodes of tier %s, SKU %s%s (robust spread %s %s%s)' % (
-            catalogue.label(metric), ', '.join('%s %s %s' % (t.get('subject'), _fmt(t['value']), t.get('unit') or '') for t in tests),
-            '-'.join(sorted(set('%.1f' % t[FLEET_OUTLIER].get('shortfall_pct', 0) for t in tests))), _fmt(mark.get('median')),
-            mark.get('unit') or '', mark.get('batch_figures', 0), mark.get('batch_nodes', 0), mark.get('tier'), mark.get('sku'),
-            ', %d of them accepted baselines' % mark['baseline_nodes'] if mark.get('baseline_nodes') else '', _fmt(spread),
-            mark.get('unit') or '', ': the siblings do not vary' if not spread else ''))
+    parts = [_fleet_part(metric, [t for t in marked if t.get('metric') == metric]) for metric in metrics]
     first = marked[0][FLEET_OUTLIER]
-    return [_cause(FLEET_OUTLIER, 'Far below its siblings while above the contract line: %s. An outlier is more than %s robust spreads '
-                   '(1.4826 x MAD) and at least %s %% worse than the median of the same figure on the same tier and SKU. Every such '
-                   'figure still meets the contract (%s), so nothing here is held against the provider: compare the node with its '
-                   'siblings (BIOS and power profile, NIC firmware and settings, PCIe placement, cables and switch ports) before it '
-                   'takes jobs.' % ('; '.join(parts), _fmt(first.get('max_mads')), _fmt(first.get('min_shortfall_pct')),
-                                   '; '.join(sorted(set(str(t.get('expected_contract') or t.get('expected') or '?') for t in marked)))),
+    baselines = max(t[FLEET_OUTLIER].get('baseline_nodes') or 0 for t in marked)
+    siblings = 'The siblings: %d nodes of tier %s, SKU %s%s' % (
+        max(t[FLEET_OUTLIER].get('batch_nodes') or 0 for t in marked), first.get('tier'), first.get('sku'),
+        ', %d of them accepted baselines' % baselines if baselines else '')
+    contract = '; '.join(sorted(set(str(t.get('expected_contract') or t.get('expected') or '?') for t in marked)))
+    return [_cause(FLEET_OUTLIER, 'Far below its siblings while above the contract line: %s. %s. An outlier is more than %s robust '
+                   'spreads (1.4826 x MAD) and at least %s %% worse than the median of the same figure on the same tier and SKU. Every '
+                   'such figure still meets the contract (%s), so nothing here is held against the provider: compare the node with '
+                   'its siblings (BIOS and power profile, NIC firmware and settings, PCIe placement, cables and switch ports) before '
+                   'it takes jobs.' % ('; '.join(parts), siblings, _fmt(first.get('max_mads')), _fmt(first.get('min_shortfall_pct')), contract),
                    [t.get('subject') for t in marked], marked)]
 
 

@@ -83,8 +83,9 @@ def test_a_batch_with_one_slow_node_marks_it_and_only_it():
     result = verdict.with_fleet_outliers(nodes['test1-node2'], analysis['marks']['test1-node2'])
     assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['fleet_outlier']
     detail = result['causes'][0]['detail']
-    assert '61.4 % worse than the median 88 Gb/s of 9 figures from 9 nodes of tier 100G' in detail
-    assert 'robust spread 0 Gb/s: the siblings do not vary' in detail and 'healthy >= 20 Gb/s' in detail
+    assert 'iperf3 multi-stream TCP 10.0.0.2 at 34 Gb/s, 61.4 % worse than the median 88 Gb/s of 9 figures' in detail
+    assert '(robust spread 0: the siblings do not vary). The siblings: 9 nodes of tier 100G, SKU %s.' % SKU in detail
+    assert 'healthy >= 20 Gb/s' in detail
     test = result['tests'][0]
     assert test['status'] == 'marginal' and test['expected_contract'].startswith('healthy >= 20 Gb/s')
     assert result['counts']['marginal'] == 1 and result['counts']['healthy'] == 0
@@ -258,7 +259,7 @@ def test_a_bad_peer_hca_is_named_with_the_pairs_that_support_it_and_not_the_whol
     common = found[0]
     assert common['failed'] == 4 and common['carried'] == 4 and common['nodes'] == ['node01', 'node03', 'node05', 'node07']
     assert common['detail'].startswith('peer HCA peer01 mlx5_0 is common to 4 of the run\'s 4 failing node-peer pairs on tier 100G')
-    assert 'node01 mlx5_0 on peer01 mlx5_0: ib_send_bw per HCA 7.3 GB/s (reject)' in common['detail']
+    assert 'node01 mlx5_0 on peer01 mlx5_0: ib_send_bw_gbs 7.3 GB/s (reject)' in common['detail']
 
 
 def test_a_whole_bad_peer_is_named_as_the_peer():
