@@ -222,7 +222,8 @@ CASES = {
                                                error='ibv_reg_mr failed: Bad address (CUDA/GPUDirect unavailable)')])),
     'fleet_outlier': (
         lambda: sibling_run([42.8] * 8),
-        HCAS, ['at 42.8 GB/s, 8.9 % worse than the median 47 GB/s of 72 figures', 'The siblings: 9 nodes of tier 400G', 'still meets the contract', 'nothing here is held against the provider'],
+        HCAS, ['at 42.8 GB/s, 8.9 % worse than the median 47 GB/s of 72 figures', 'The siblings: 9 nodes of tier 400G',
+               'still meets the contract', 'nothing here is held against the provider'],
         # The nearest pattern: 4 % below its siblings is within the fleet's spread (min_shortfall_pct 5).
         lambda: sibling_run([45.1] * 8)),
     'measurement_incomplete': (
