@@ -46,6 +46,8 @@ BASE = {
     'mlx_fw_info': {'devices': ['mlx5_0'], 'sysfs_root': '{tmp}'},
     'rdma_info': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']},
     'validation_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}},
+    'regrade_report': {'root': '{tmp}/regrade', 'timestamp': '20261130T014500Z', 'profiles': {}, 'evidence_dir': '{tmp}/evidence',
+                       'bundles': ['{tmp}/evidence'], 'nodes': ['node01'], 'since': '2026-11-01', 'reports_dir': '{tmp}/reports'},
     'drift_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}, 'textfile_dir': '{tmp}/prom'},
     'evidence_store': {'tarball': '{tmp}/ev/b.tar.gz', 'dest': '{tmp}/ev', 'baseline': {}, 'baseline_link': '{tmp}/baseline'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},

@@ -64,6 +64,8 @@ RUN_INCOMPLETE = 'run_incomplete'
 NCCL_TEST = 'nccl'
 # nccl-tests' count of wrong results: its own cause, apart from the nccl family's bandwidth and time.
 NCCL_WRONG = 'nccl_wrong'
+# A figure that meets the contract but lies far below its siblings' (policy/fleet.py marks it): marginal, bucket B, never C.
+FLEET_OUTLIER = 'fleet_outlier'
 
 # Preflight checks (plugins/module_utils/policy/preflight.py) each cause reads.  A check in no group is still
 # named, by the catch-all rule, when it is marginal or reject.
@@ -646,6 +648,49 @@ def rule_host_configuration(results, found):
                    [f.get('subject') for f in bad], bad)]
 
 
+def _fleet_part(metric, tests):
+    """One metric's outliers: '<label> mlx5_0, mlx5_1 at 11.01 GB/s, 9.0 % worse than the median 12.1 GB/s of 16 figures (...)'."""
+    mark = tests[0][FLEET_OUTLIER]
+    unit = mark.get('unit') or tests[0].get('unit') or ''
+    values = sorted(set(_fmt(t['value']) for t in tests))
+    if len(values) == 1:
+        figures = '%s at %s %s' % (', '.join(str(t.get('subject')) for t in tests), values[0], unit)
+    else:
+        figures = '%s %s' % (', '.join('%s %s' % (t.get('subject'), _fmt(t['value'])) for t in tests), unit)
+    spread = mark.get('spread') or 0
+    return '%s %s, %s %% worse than the median %s %s of %d figures (robust spread %s)' % (
+        catalogue.label(metric), figures.strip(), '-'.join(sorted(set('%.1f' % t[FLEET_OUTLIER].get('shortfall_pct', 0) for t in tests))),
+        _fmt(mark.get('median')), unit, mark.get('batch_figures', 0),
+        '%s %s' % (_fmt(spread), unit) if spread else '0: the siblings do not vary')
+
+
+def _fleet_marked(results):
+    return [t for t in results.tests if t.get('status') == MARGINAL and isinstance(t.get(FLEET_OUTLIER), Mapping)]
+
+
+def rule_fleet_outlier(results, _found):
+    marked = _fleet_marked(results)
+    if not marked:
+        return []
+    metrics = []
+    for test in marked:
+        if test.get('metric') not in metrics:
+            metrics.append(test.get('metric'))
+    parts = [_fleet_part(metric, [t for t in marked if t.get('metric') == metric]) for metric in metrics]
+    first = marked[0][FLEET_OUTLIER]
+    baselines = max(t[FLEET_OUTLIER].get('baseline_nodes') or 0 for t in marked)
+    siblings = 'The siblings: %d nodes of tier %s, SKU %s%s' % (
+        max(t[FLEET_OUTLIER].get('batch_nodes') or 0 for t in marked), first.get('tier'), first.get('sku'),
+        ', %d of them accepted baselines' % baselines if baselines else '')
+    contract = '; '.join(sorted(set(str(t.get('expected_contract') or t.get('expected') or '?') for t in marked)))
+    return [_cause(FLEET_OUTLIER, 'Far below its siblings while above the contract line: %s. %s. An outlier is more than %s robust '
+                   'spreads (1.4826 x MAD) and at least %s %% worse than the median of the same figure on the same tier and SKU. Every '
+                   'such figure still meets the contract (%s), so nothing here is held against the provider: compare the node with '
+                   'its siblings (BIOS and power profile, NIC firmware and settings, PCIe placement, cables and switch ports) before '
+                   'it takes jobs.' % ('; '.join(parts), siblings, _fmt(first.get('max_mads')), _fmt(first.get('min_shortfall_pct')), contract),
+                   [t.get('subject') for t in marked], marked)]
+
+
 def _failure_line(entry):
     what = catalogue.label(entry['metric']) if entry.get('metric') else entry.get('check')
     reason = entry.get('error') or entry.get('detail') or 'not measured'
@@ -711,6 +756,9 @@ CAUSE_RULES = (
     CauseRule('jumbo_path', 'a ping-family figure (jumbo-frame loss or round trip) not healthy', (), rule_jumbo_path),
     CauseRule('host_configuration', 'a host or NIC configuration finding not already explained by platform_tuning', (),
               rule_host_configuration),
+    # After the node's own faults and before what we could not measure: a sibling comparison is ours to look into.
+    CauseRule(FLEET_OUTLIER, 'a figure that meets the contract lies far below its siblings\' (marked by policy/fleet.py)', (),
+              rule_fleet_outlier),
     CauseRule('node_side_failure', 'a test could not run and its module blames the node (error_side node)', (), rule_node_side_failure),
     CauseRule('measurement_incomplete', 'a figure is unknown (not run, failed on our side, unreadable) or a finding is unknown', (),
               rule_measurement_incomplete),
@@ -793,6 +841,46 @@ def with_run_break(result, where, why):
     statuses = [t.get('status', UNKNOWN) for t in result.get('tests') or []] + [f.get('status', UNKNOWN) for f in findings]
     result.update(findings=findings, causes=[cause] + causes, bucket=bucket_for(statuses), counts=_counts(statuses),
                   run_incomplete={'where': _one_line(where, 'the run'), 'why': _one_line(why, 'no reason was recorded')})
+    return result
+
+
+_RANK = dict((rule.cause, index) for index, rule in enumerate(CAUSE_RULES))
+
+
+def with_fleet_outliers(result, marks):
+    """``result`` (a node's verdict) with the figures ``marks`` names ({test id: mark}, policy/fleet.py) marginal as
+    fleet outliers, when they were healthy: each keeps its contract text in ``expected_contract`` and carries the mark
+    under ``fleet_outlier``; the cause fleet_outlier takes its place among the causes (CAUSE_RULES' order) and the counts
+    are taken again.  Bucket A becomes B; B and C stay: a comparison with siblings is no contract line, never C."""
+    if not marks or not isinstance(result, Mapping):
+        return result
+    tests, changed = [], False
+    for test in result.get('tests') or []:
+        mark = marks.get(test.get('id')) if isinstance(test, Mapping) else None
+        if mark and test.get('status') == HEALTHY:
+            test = dict(test, status=MARGINAL, expected_contract=test.get('expected'))
+            test[FLEET_OUTLIER] = dict(mark)
+            test['expected'] = '%s; among its siblings at most %s robust spreads and %s %% worse than their median %s %s' % (
+                test.get('expected') or 'the contract', _fmt(mark.get('max_mads')), _fmt(mark.get('min_shortfall_pct')),
+                _fmt(mark.get('median')), mark.get('unit') or '')
+            changed = True
+        tests.append(test)
+    if not changed:
+        return result
+    result = dict(result, tests=tests)
+    cause = rule_fleet_outlier(Results(tests, [], {}), {})[0][0]
+    causes = [c for c in result.get('causes') or [] if not (isinstance(c, Mapping) and c.get('cause') == FLEET_OUTLIER)]
+    rank = _RANK[FLEET_OUTLIER]
+    at = len(causes)
+    for index, existing in enumerate(causes):
+        if _RANK.get(existing.get('cause') if isinstance(existing, Mapping) else None, len(CAUSE_RULES)) > rank:
+            at = index
+            break
+    statuses = [t.get('status', UNKNOWN) for t in tests if isinstance(t, Mapping)]
+    statuses += [f.get('status', UNKNOWN) for f in result.get('findings') or [] if isinstance(f, Mapping)]
+    result.update(causes=causes[:at] + [cause] + causes[at:], counts=_counts(statuses))
+    if result.get('bucket') == BUCKET_ACCEPT:
+        result['bucket'] = BUCKET_INVESTIGATE
     return result
 
 

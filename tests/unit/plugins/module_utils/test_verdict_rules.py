@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi, kernel_log, mlx, nccl, nvidia
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, measurements, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, fleet, measurements, preflight, verdict
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -100,6 +100,23 @@ def run(measured=(), found=(), profile=P400, context=None):
 
 def named(result, cause):
     return [c for c in result['causes'] if c['cause'] == cause]
+
+
+# A contract whose per-HCA line (40 GB/s) leaves room for a node 9 % below its siblings' 47 GB/s.
+LENIENT = copy.deepcopy(P400)
+LENIENT['thresholds']['ib_send_bw_gbs'].update(healthy=[40, None], reject_below=38)
+
+
+def sibling_run(slow):
+    """node09's verdict after the run's comparison with eight siblings at 47 GB/s on every HCA; its own HCAs at ``slow``."""
+    nodes = dict(('node%02d' % i, dict(run(rdma([47.0] * 8), profile=LENIENT), tier='400G', sku='H100 / MT4129')) for i in range(1, 9))
+    nodes['node09'] = dict(run(rdma(slow), profile=LENIENT), tier='400G', sku='H100 / MT4129')
+    analysis = fleet.analyse(nodes, {'400G': dict(FLEET_RULES)})
+    return verdict.with_fleet_outliers(nodes['node09'], analysis['marks'].get('node09'))
+
+
+with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'defaults', 'main.yml'), encoding='utf-8') as handle:
+    FLEET_RULES = yaml.safe_load(handle)['tier_profile_fleet_rules']
 
 
 # Each case: cause -> (positive run, subjects it must name, words its detail must hold, negative run).
@@ -203,6 +220,12 @@ CASES = {
         ['mlx5_0'], ['because of something on the node', 'ibv_reg_mr failed', 'cuda_unavailable'],
         lambda: run(rdma([47.0] * 2) + [figure('gdr_bw_gbs', 'mlx5_0', None, error_class='cuda_unavailable', error_side='ours',
                                                error='ibv_reg_mr failed: Bad address (CUDA/GPUDirect unavailable)')])),
+    'fleet_outlier': (
+        lambda: sibling_run([42.8] * 8),
+        HCAS, ['at 42.8 GB/s, 8.9 % worse than the median 47 GB/s of 72 figures', 'The siblings: 9 nodes of tier 400G',
+               'still meets the contract', 'nothing here is held against the provider'],
+        # The nearest pattern: 4 % below its siblings is within the fleet's spread (min_shortfall_pct 5).
+        lambda: sibling_run([45.1] * 8)),
     'measurement_incomplete': (
         lambda: run(rdma([47.0] * 7), context={'expected': [{'id': 'ib_send_bw_gbs:%s' % h, 'metric': 'ib_send_bw_gbs', 'subject': h,
                                                              'test': 'ib_send_bw', 'reason': None} for h in HCAS]}),
