@@ -17,8 +17,10 @@ COLLECTIONS := $(CURDIR)/.cache/collections
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-# Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality).
-APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium
+# Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality;
+# openmpi-bin: the lab launches NCCL with the real mpirun and orted over SSH).
+APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium \
+                openmpi-bin util-linux
 
 PROFILE ?= healthy-400g
 NODES ?= 2

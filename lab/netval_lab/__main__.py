@@ -20,7 +20,8 @@ from . import IPERF3_PORT, LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, PERFTEST_PO
 from . import inventory, netns
 from .netns import LabError
 
-REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'node-down', 'peer-down', 'peer-down-midrun', 'port-busy', 'module-crash')
+REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'node-down', 'peer-down', 'peer-down-midrun', 'port-busy', 'module-crash',
+               'orted-missing')
 # The management link of every lab host, inside its namespace (netns.add_mgmt_link): down, Ansible cannot reach it.
 MGMT_IF = 'mgmt0'
 # module-crash: the node's Python (set in a host_vars file the fault writes) raises before any module can answer.
@@ -238,7 +239,9 @@ def build(lab, profile, hardware, node_profiles=None):
         host_info['dcgmi_seconds'] = lab.get('dcgmi_seconds')
         state = hardware.materialize((node_profiles or {}).get(host, profile), host, info['role'], info['node_dir'], host_info)
         info['hardware'] = summarize_state(state)
-    netns.write_known_hosts([lab['hosts'][h]['mgmt_ip'] for h in lab['order']])
+    for host in lab['order']:
+        netns.prepare_host_ssh(host)
+    netns.write_known_hosts(dict((h, lab['hosts'][h]['mgmt_ip']) for h in lab['order']))
     for host in lab['order']:
         netns.write_sshd_config(host, lab['hosts'][host]['mgmt_ip'])
         lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)
@@ -404,6 +407,10 @@ def cmd_fault(args):
         _write_crash_python(node)
     elif name == 'peer-down-midrun':
         record['pid'] = netns.start_down_midrun(peer)
+    elif name == 'orted-missing':
+        # Open MPI's daemon is not where the node's mpirun starts it on the peer (its prefix): the launcher breaks there.
+        netns.hide_tool(peer, netns.HIDDEN_TOOL)
+        record['hidden'] = '/usr/bin/' + netns.HIDDEN_TOOL
     elif name == 'port-busy':
         record['ports'] = [PERFTEST_PORT, IPERF3_PORT]
         record['pid'] = netns.start_busy_ports(peer, record['ports'])
@@ -444,6 +451,7 @@ def clear_faults(lab):
             _set_fabric_mtu(host, ifname, netns.FABRIC_MTU)
             netns.set_link(host, ifname, True)
     for host in lab['order']:
+        netns.restore_tools(host)
         netns.stop_pidfile(os.path.join(node_dir(host), 'busy-ports.pid'))
         netns.stop_pidfile(os.path.join(node_dir(host), 'down-midrun.pid'))
         if not netns.sshd_alive(host):
