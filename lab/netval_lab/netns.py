@@ -339,7 +339,8 @@ def restore_tools(host):
     if not sshd_alive(host):
         return
     if in_host_mounts(host, ['findmnt', '-n', '-o', 'FSTYPE', '/usr/bin'], check=False).stdout.strip() == 'overlay':
-        in_host_mounts(host, ['umount', '/usr/bin'])
+        # Lazily: umount itself runs from that /usr/bin, as may a session's shell.
+        in_host_mounts(host, ['umount', '--lazy', '/usr/bin'])
 
 
 def stop_sshd(host):

@@ -545,3 +545,21 @@ def test_a_crash_is_named_by_its_exception_and_a_long_message_is_cut():
                                                'RuntimeError: netval-lab: module-crash fault')
     long = verdict.incomplete_verdict('node04', 'x', 'y' * 5000)['run_incomplete']['why']
     assert len(long) == verdict.WHY_MAX_CHARS and long.endswith('...')
+
+
+def test_a_launcher_that_failed_before_nccl_ran_is_ours_never_the_nodes():
+    launched = [{'changed': False, 'error_class': None, 'prefix': '/usr', 'daemon': 'orted'},
+                {'failed': False, 'msg': 'peer01: the NCCL launcher cannot run: /usr/bin/orted is not on peer01',
+                 'error_class': 'launcher_missing', 'error_side': 'ours', 'error_hint': 'install Open MPI'},
+                {'skipped': True}, {'skipped': True}, {'skipped': True}, {'skipped': True}]
+    outcome = measurements.nccl_outcome(launched)
+    assert outcome is launched[1]
+    figures = measurements.run_measurements(outcome, {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'rails': 8})
+    assert [(f['metric'], f['error_class'], f['error_side']) for f in figures] == [
+        ('nccl_busbw_gbs', 'launcher_missing', 'ours'), ('nccl_hcas_used', 'launcher_missing', 'ours')]
+    result = verdict.node_verdict(every_hca_healthy() + figures, [], P400, {'nccl_transport': None})
+    assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['measurement_incomplete']
+    assert 'orted is not on peer01' in result['causes'][0]['detail'] and 'netval_mpirun' in result['causes'][0]['detail']
+    # Every step succeeded: the figures are nccl-tests' own.
+    assert measurements.nccl_outcome([{'error_class': None}, {'skipped': True}, {'rows': [], 'error_class': None, 'x': 1}]) == {
+        'rows': [], 'error_class': None, 'x': 1}

@@ -208,3 +208,16 @@ def test_the_hcas_nccl_used_on_this_host_are_returned(tmpdir_path, monkeypatch):
     monkeypatch.setattr(nccl_tests, 'hostname', lambda: 'node17')
     result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=IB_LOG)])
     assert not failed and result['local_ib_hcas'] == ['mlx5_0', 'mlx5_1']
+
+
+@pytest.mark.parametrize('name, error_class', [
+    ('mpirun/mpirun_4.1.4_ssh_host_key_verification_failed_no_trust_debian12_lab.txt', 'launcher_failed'),
+    ('mpirun/mpirun_4.1.4_orted_not_at_prefix_on_peer_debian12_lab.txt', 'launcher_missing'),
+])
+def test_a_job_the_launcher_could_not_start_is_ours(tmpdir_path, name, error_class):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    out = fixtures.local(name)
+    rc = int(out.strip().splitlines()[-1].split('=')[1])
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), rc=rc, err=out)])
+    assert failed and (result['error_class'], result['error_side']) == (error_class, 'ours')
+    assert 'could not start the job on every host' in result['msg'] and hostname() in result['msg']
