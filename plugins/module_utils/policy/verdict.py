@@ -207,7 +207,7 @@ def node_threshold(metric, threshold, rails):
 
 
 def describe_per_rail(threshold):
-    """' (0.85 x 8 rails x the per-rail 45-47, reject < 40)' for a node's line derived per rail, '' otherwise."""
+    """' (0.85 x 8 rails x the per-rail 45-47, reject 40)' for a node's line derived per rail, '' otherwise."""
     origin = (threshold or {}).get('derived')
     if not isinstance(origin, dict):
         return ''
