@@ -32,6 +32,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import capture
@@ -116,8 +117,11 @@ def key_comment(run, node, peer, nonce):
 
 # ------------------------------------------------------------------------------------------------- the peer's side
 
-def authorized_line(public_key, from_addresses):
-    """The authorized_keys line: the node's addresses only, no forwarding, no terminal; the key's comment marks it ours."""
+def authorized_line(public_key, from_addresses, deadline=None):
+    """The authorized_keys line: the node's addresses only, no forwarding, no terminal; the key's comment marks it ours.
+
+    With ``deadline`` (epoch seconds) sshd itself refuses the key after it (``expiry-time``, in this box's local time, the
+    next whole minute): should the watchdog die with its box before the deadline, the line left behind opens nothing."""
     match = PUBLIC_KEY_RE.fullmatch(public_key or '')
     if not match or not match.group(3) or not KEY_COMMENT_RE.fullmatch(match.group(3)):
         raise LauncherError('public_key must be an OpenSSH public key line whose comment is netval-launcher:...')
@@ -126,7 +130,10 @@ def authorized_line(public_key, from_addresses):
     for address in from_addresses:
         if not re.match(r'^[A-Za-z0-9.:*?-]{1,253}$', address or ''):
             raise LauncherError('%r is not an address or host pattern for from=' % (address,))
-    return 'from="%s",%s %s' % (','.join(from_addresses), ','.join(RESTRICTIONS), public_key)
+    options = ['from="%s"' % ','.join(from_addresses)] + list(RESTRICTIONS)
+    if deadline is not None:
+        options.append('expiry-time="%s"' % time.strftime('%Y%m%d%H%M', time.localtime(int(deadline) // 60 * 60 + 60)))
+    return '%s %s' % (','.join(options), public_key)
 
 
 def user_home(user):

@@ -16,7 +16,8 @@ description:
     and no host key of the peer; this module gives it both for one run and one node-peer pair, and removes them again.
   - V(authorized), on the peer - appends the launcher's public key (from P(gpufleet.netval.launcher_key#module)) to the test
     user's C(~/.ssh/authorized_keys), restricted to the node's address and to running a command
-    (C(from="<node>",no-port-forwarding,no-X11-forwarding,no-agent-forwarding,no-pty)). It records what it changed (the file
+    (C(from="<node>",no-port-forwarding,no-X11-forwarding,no-agent-forwarding,no-pty), and C(expiry-time) at its deadline, in the
+    peer's local time, so that sshd refuses it afterwards even if its removal never ran). It records what it changed (the file
     or C(~/.ssh) it created, the newline it added before its line), so V(revoked) leaves the file byte-identical.
   - V(present), on the node - writes the private key and a C(known_hosts) naming the peer's address with its host keys into a
     private temporary folder (mode 0700), then checks the session the launcher will open
@@ -218,8 +219,8 @@ def _trust_record(module, trust):
 
 
 def authorize(module, params):
-    line = launcher.authorized_line(params['public_key'], params['from_addresses'])
     deadline = time.time() + params['lifetime']
+    line = launcher.authorized_line(params['public_key'], params['from_addresses'], deadline)
     if module.check_mode:
         return dict(changed=True, trust=None, deadline=deadline)
     record = launcher.add_authorized(params['user'], line)

@@ -92,7 +92,9 @@ def test_the_key_is_restricted_to_the_node_and_to_running_a_command(home, watchd
     result, failed = authorize(key)
     assert not failed, result
     line = (home / '.ssh' / 'authorized_keys').read_text()
-    assert line == ('from="%s",no-port-forwarding,no-X11-forwarding,no-agent-forwarding,no-pty %s\n' % (NODE_ADDRESS, key['public_key']))
+    expiry = time.strftime('%Y%m%d%H%M', time.localtime(int(result['deadline']) // 60 * 60 + 60))
+    assert line == ('from="%s",no-port-forwarding,no-X11-forwarding,no-agent-forwarding,no-pty,expiry-time="%s" %s\n'
+                    % (NODE_ADDRESS, expiry, key['public_key']))
     assert result['trust']['created_file'] and result['trust']['created_dir']
     assert oct((home / '.ssh').stat().st_mode & 0o777) == '0o700' and oct((home / '.ssh' / 'authorized_keys').stat().st_mode & 0o777) == '0o600'
     # The watchdog takes it back at the deadline if nothing else does.
