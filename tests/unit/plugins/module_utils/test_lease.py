@@ -2,6 +2,8 @@
 import multiprocessing
 import os
 
+import pytest
+
 from ansible_collections.gpufleet.netval.plugins.module_utils import lease
 
 RUN = '20261201T000000Z'
@@ -98,6 +100,38 @@ def test_the_holder_is_the_outermost_playbook_process_not_a_per_task_worker(tmp_
         (folder / 'cmdline').write_bytes(argv)
     monkeypatch.setattr(lease.os, 'getppid', lambda: 300)
     assert lease.controller_process(str(proc)) == (100, 11)
+
+
+def _process_table(root, rows):
+    for pid, parent, start, argv in rows:
+        folder = root / str(pid)
+        folder.mkdir(parents=True)
+        fields = ['S', str(parent)] + ['0'] * 17 + [str(start)] + ['0'] * 10
+        (folder / 'stat').write_text('%d (x) %s\n' % (pid, ' '.join(fields)))
+        (folder / 'cmdline').write_bytes(argv)
+
+
+def test_a_worker_whose_playbook_was_killed_takes_no_lease(tmp_path, monkeypatch):
+    """Seen on the lab: a worker orphaned by a killed ansible-playbook wrote a lease held by init (pid 1, alive for ever),
+    and every later run waited for that peer until the lease expired two hours later."""
+    proc = tmp_path / 'proc'
+    _process_table(proc, ((1, 0, 9, b'/sbin/init\0'),
+                          (200, 1, 22, b'/usr/bin/python3\0/usr/bin/ansible-playbook\0validate.yml\0')))
+    monkeypatch.setattr(lease.os, 'getppid', lambda: 1)
+    with pytest.raises(lease.LeaseError, match='playbook process that started this task is gone'):
+        lease.controller_process(str(proc))
+    folder = tmp_path / 'leases'
+    folder.mkdir()
+    with pytest.raises(lease.LeaseError):
+        lease.try_acquire(str(folder), 'peer01', {'node': 'node08', 'run': 'r1'}, 7200, proc=str(proc))
+    assert not list(folder.iterdir())
+
+
+def test_a_playbook_that_is_pid_1_in_its_container_holds_its_leases(tmp_path, monkeypatch):
+    proc = tmp_path / 'proc'
+    _process_table(proc, ((1, 0, 5, b'/usr/bin/python3\0/usr/local/bin/ansible-playbook\0validate.yml\0'),))
+    monkeypatch.setattr(lease.os, 'getppid', lambda: 1)
+    assert lease.controller_process(str(proc)) == (1, 5)
 
 
 def test_a_peer_two_nodes_suspect_leaves_the_pool_for_that_run_only(tmp_path):
