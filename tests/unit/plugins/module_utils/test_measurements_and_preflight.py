@@ -153,7 +153,9 @@ def facts(gpu_count=8, governor='performance', lnksta=32):
                          'assessment': {'status': 'ok' if lnksta == 32 else 'degraded', 'reason': 'below capability'},
                          'lspci': {'cmd': 'lspci -vvv -s 1a:00.0', 'link_lines': ['LnkCap: Port #0, Speed 32GT/s, Width x16',
                                                                                   'LnkSta: Speed 16GT/s (downgraded), Width x16']}}]}
-    host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
+    # The runbook's cmdline (iommu=pt, default_hugepagesz=1G, hugepages=N) and the 1G pool it reserves.
+    host = {'cmdline': {'tokens': ['ro', 'iommu=pt', 'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=128']},
+            'hugepages': {'total': 128, 'page_size_bytes': 1073741824, 'pools_kib': {'1048576': 128}},
             'modules': dict((m, {}) for m in T400['host']['modules']), 'cpu_governor': {'uniform': governor, 'counts': {governor: 64}},
             'no_turbo': False, 'memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
             'memlock_login': {'user': 'root', 'soft_kib': 'unlimited', 'source': 'login_shell', 'errors': []}}

@@ -103,7 +103,8 @@ def test_nccl_socket_fallback_named():
     assert result['bucket'] == 'C'
     fallback = [c for c in result['causes'] if c['cause'] == 'nccl_socket_fallback']
     assert fallback and 'NET/Socket' in fallback[0]['detail'] and 'NET/IB' in fallback[0]['detail']
-    assert [c['cause'] for c in result['causes']] == ['nccl_socket_fallback']
+    # 2.1 GB/s is also past the busbw reject line this project chose: investigated (project_line), the transport returns the node.
+    assert [c['cause'] for c in result['causes']] == ['nccl_socket_fallback', 'project_line']
 
 
 def test_firmware_throttle_on_roce_pair():
