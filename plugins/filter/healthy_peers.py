@@ -7,24 +7,22 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 name: healthy_peers
-short_description: The peers whose own health check found a live RDMA port
+short_description: The known-good peers qualified for the run
 version_added: 0.1.0
 description:
-  - Takes the C(results) of rdma_info looped over peers (delegated to each) and returns the names of the peers that answered
-    with at least one live port, in loop order, or in the order of O(order). Skipped, unreachable and failed checks leave their
-    peer out.
+  - Takes the peers' qualification (P(gpufleet.netval.qualify_peers#filter)) and returns the names of the qualified peers,
+    sorted, or in the order of O(order). A peer that could not be reached or failed qualification is left out.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   _input:
-    description: The C(results) of the looped health check.
-    type: list
-    elements: dict
+    description: The peers' qualification, {peer: {qualified, reasons, ...}}.
+    type: dict
     required: true
   order:
     description:
       - The peers in the order one node prefers them (P(gpufleet.netval.peer_order#filter)); the result keeps that order and
-        leaves out peers not in it, so one health check per peer serves every node of the run.
+        leaves out peers not in it, so one qualification per peer serves every node of the run.
     type: list
     elements: str
 '''
@@ -32,11 +30,11 @@ options:
 EXAMPLES = r'''
 - name: Keep the healthy peers
   ansible.builtin.set_fact:
-    usable_peers: "{{ peer_health.results | gpufleet.netval.healthy_peers }}"
+    usable_peers: "{{ peer_qualification | gpufleet.netval.healthy_peers }}"
 
 - name: The same, in this node's order of preference
   ansible.builtin.set_fact:
-    usable_peers: "{{ peer_health.results | gpufleet.netval.healthy_peers(netval_peer_candidates) }}"
+    usable_peers: "{{ peer_qualification | gpufleet.netval.healthy_peers(netval_peer_candidates) }}"
 '''
 
 RETURN = r'''

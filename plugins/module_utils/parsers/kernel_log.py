@@ -19,6 +19,13 @@ import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
 
+# NVIDIA's Xid catalogue, as far as grading needs it: Xids that mean the GPU or its link is broken (48 DBE, 63/64 row
+# remapping events, 74 NVLink, 79 fell off the bus, 92/94/95 ECC); Xids a program causes (13 graphics engine exception,
+# 31 GPU memory page fault, 43 GPU stopped processing, 45 preemptive cleanup after a program's error); the row-remapping ones.
+FATAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
+APPLICATION_XIDS = (13, 31, 43, 45)
+ROW_REMAP_XIDS = (63, 64)
+
 _BDF = r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 # Patterns searched anywhere in a line use bounded quantifiers (an unbounded run tried at every start is
 # quadratic) and run only on lines holding their literal words.

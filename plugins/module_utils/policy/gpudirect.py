@@ -78,3 +78,14 @@ def perftest_options(decided, ready_timeout):
     return {'use_cuda_dmabuf': decided.get('mode') == DMABUF, 'by_bus_id': bool(decided.get('cuda_bus_id')),
             # A CUDA ordinal is FASTEST_FIRST unless told otherwise; PCI_BUS_ID makes it the nvidia-smi index.
             'cuda_device_order': None if decided.get('cuda_bus_id') else 'PCI_BUS_ID', 'ready_timeout': ready_timeout}
+
+
+def node_gpudirect(reads, profile):
+    """decide() from preflight_info's reads, with ``perftest`` (perftest_options, the ready timeout from the profile's
+    tests.gdr.server_ready_timeout) and ``gpu_bus_ids`` ({nvidia-smi index as text: PCI address})."""
+    reads = reads or {}
+    decided = decide(reads.get('gpu'), reads.get('host'))
+    timeout = (((profile or {}).get('tests') or {}).get('gdr') or {}).get('server_ready_timeout')
+    gpus = ((reads.get('gpu') or {}).get('gpus')) or []
+    return dict(decided, perftest=perftest_options(decided, timeout),
+                gpu_bus_ids=dict((str(g.get('index')), g.get('bus_id')) for g in gpus if g.get('bus_id')))

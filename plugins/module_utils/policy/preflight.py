@@ -18,19 +18,13 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.kernel_log import APPLICATION_XIDS, FATAL_XIDS, ROW_REMAP_XIDS
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.pcie import normalize_bdf
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.rdma import STATE_ACTIVE
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import gpudirect
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.verdict import HEALTHY, INFO, MARGINAL, REJECT, UNKNOWN, line_may_reject
 
-# Xid codes that mean the GPU or its link is broken (NVIDIA's Xid catalogue):
-# 48 DBE, 63/64 row remapping events, 74 NVLink, 79 fell off the bus, 92/94/95 ECC.
-FATAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
-# Xids a program causes, not the GPU (NVIDIA's catalogue: 13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped
-# processing, 45 preemptive cleanup after a program's error): a provider's burn-in leaves them behind; information only.
-APPLICATION_XIDS = (13, 31, 43, 45)
-# Row-remapping events: the remapping state (nvidia-smi remapped_rows) says what they left.
-ROW_REMAP_XIDS = (63, 64)
+# A provider's burn-in leaves application Xids behind (information); row-remapping events are graded by the remapping state.
 # Modules without which RDMA tests cannot run at all.
 RDMA_CORE_MODULES = ('mlx5_core', 'mlx5_ib', 'ib_uverbs', 'ib_core')
 

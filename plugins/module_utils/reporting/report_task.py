@@ -27,7 +27,7 @@ import time
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import node_input
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import prediction, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import peer_policy, prediction, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
@@ -40,6 +40,7 @@ ARGUMENT_SPEC = dict(
     prediction=dict(type='dict', default={}),
     hosts=dict(type='list', elements='str', default=[]),
     textfile_dir=dict(type='path'),
+    peer_qualification=dict(type='list', elements='dict', default=[]),
 )
 # The run's textfile in node_exporter's textfile directory (drift_report writes netval_drift.prom beside it).
 TEXTFILE_NAME = 'netval_validate.prom'
@@ -141,6 +142,8 @@ def write(params, check_mode):
     for name in hosts:
         if name not in nodes:
             nodes[name], problems[name] = verdict.incomplete_verdict(name, 'report', NOT_REPORTED), []
+    # Each node's view of the known-good peers (graded for its tier), merged; its text is a peer's, passed through the boundary too.
+    qualification, dummy = node_input.clean_value('peer_qualification', peer_policy.merge_qualifications(params.get('peer_qualification') or []))
     drawn, failed = ({}, {}) if check_mode else page.draw_charts(nodes)
     per_node = {}
     for name in sorted(nodes):
@@ -152,7 +155,7 @@ def write(params, check_mode):
             # One node's data never stops another node's report: this node's is its run_incomplete.
             nodes[name] = incomplete_report(name, nodes[name], _why(exc), problems[name])
             per_node[name] = node_files(name, nodes[name], where, stamp, params['sender'], [] if page.HAS_MATPLOTLIB else None)
-    table = report.summary_table(nodes, hosts)
+    table = report.summary_table(nodes, hosts, qualification)
     timing = None
     try:
         started = calendar.timegm(time.strptime(stamp, '%Y%m%dT%H%M%SZ'))
@@ -184,10 +187,12 @@ def write(params, check_mode):
     summary['lost_peers'] = report.lost_peers(nodes)
     summary['chain'] = report.validation_chain(nodes)
     summary['promoted'] = report.promoted_nodes(nodes)
+    summary['peer_qualification'] = qualification
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
     # Links to the evidence bundles are relative to where the page lands.
-    files['index.html'] = page.render_page(nodes, stamp, where, sections=dict((name, per_node[name]['section']) for name in nodes))
-    files['summary.md'] = page.summary_markdown(nodes, stamp, where)
+    files['index.html'] = page.render_page(nodes, stamp, where, sections=dict((name, per_node[name]['section']) for name in nodes),
+                                           qualification=qualification)
+    files['summary.md'] = page.summary_markdown(nodes, stamp, where, qualification)
     try:
         evidence.build_bundle(run_dir, files)
         evidence.replace_symlink(os.path.join(root, 'latest'), stamp)
