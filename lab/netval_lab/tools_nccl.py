@@ -237,6 +237,12 @@ def run_nccl_test(state, binary, args, ranks_hosts, env):
     min_bytes, max_bytes = _nccl_size(opts['-b']), _nccl_size(opts['-e'])
     ngpus = int(opts['-g'])
     gpus = state['gpus']['devices']
+    if state['gpus'].get('fabric_manager') == 'stopped':
+        # An NVSwitch board whose fabric manager is not running: CUDA cannot start (CUDA_ERROR_SYSTEM_NOT_READY).
+        sys.stdout.write('# nThread 1 nGpus %d minBytes %d maxBytes %d\n' % (ngpus, min_bytes, max_bytes))
+        sys.stdout.write('%s: Test CUDA failure common.cu:%d \'system not yet initialized\'\n .. %s pid %d: Test failure common.cu:%d\n'
+                         % (state['host'], 1008, state['host'], os.getpid(), 1150))
+        return 2
     if ngpus > len(gpus):
         sys.stdout.write('# nThread 1 nGpus %d minBytes %d maxBytes %d\n' % (ngpus, min_bytes, max_bytes))
         sys.stdout.write('%s: Test CUDA failure common.cu:%d \'invalid device ordinal\'\n .. %s pid %d: Test failure common.cu:%d\n'
