@@ -443,7 +443,13 @@ def batch_measurements(batch, servers_result, clients_result, peer=None):
     found = []
     for run in (batch or {}).get('runs') or []:
         result, end = _session_entry(run, servers, clients, servers_result, clients_result)
-        found.extend(run_measurements(result, run, peer, end))
+        measured = run_measurements(result, run, peer, end)
+        # The other end's command too: a GPUDirect figure's GPU options are on the server's (the node's) command line.
+        server_cmd = (servers.get(run['id']) or {}).get('cmd')
+        for entry in measured:
+            if server_cmd and server_cmd != entry.get('cmd'):
+                entry['server_cmd'] = server_cmd
+        found.extend(measured)
     return found
 
 

@@ -172,6 +172,8 @@ def _measured_lines(node):
         if test.get('status') != 'reject':
             continue
         verbatim = test.get('verbatim') or []
+        if test.get('server_cmd'):
+            lines.append('$ %s' % _short_cmd(test['server_cmd']))
         if test.get('cmd'):
             lines.append('$ %s' % _short_cmd(test['cmd']))
         if verbatim:
