@@ -305,9 +305,9 @@ def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time
     """The first of ``peers`` (in preference order) whose lease ``holder`` gets, waiting up to ``wait`` seconds.
 
     A peer one of whose HCAs ``suspect_limit`` or more nodes of the holder's run failed on (left_pool: never the last peer
-    there), or that went away mid-run (mark_lost), has left the pool and is never taken.  With ``grow`` the pool also holds the nodes the run promotes while the holder waits
-    (pool).  Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait, or all left
-    the pool.
+    there), or that went away mid-run (mark_lost), has left the pool and is never taken.  With ``grow`` the pool also holds
+    the nodes the run promotes while the holder waits (pool).  Returns (lease, waited_seconds); lease is None when every peer
+    stayed busy for the whole wait, or all left the pool.
     """
     if not os.path.isdir(folder):
         try:

@@ -275,9 +275,7 @@ def check_pcie(pcie, profile, rdma=None):
         actual = 'LnkSta %sGT/s x%s, LnkCap %sGT/s x%s' % (_g(link.get('current_speed_gts')), link.get('current_width'),
                                                            _g(link.get('max_speed_gts')), link.get('max_width'))
         capability = link.get('max_speed_gts')
-        expected = ' or '.join('%sGT/s x%s%s' % (_g(a['speed_gts']), a['width'], ' (a Gen%s card)' % _gen(a['card_max_gts'])
-                                                  if a.get('card_max_gts') is not None else '')
-                               for a in alternatives) or 'its capability'
+        expected = ' or '.join('%sGT/s x%s%s' % (_g(a['speed_gts']), a['width'], _card(a)) for a in alternatives) or 'its capability'
         status = assessment.get('status')
         if status == 'degraded':
             findings.append(finding('pcie_link', label, REJECT, expected, actual,
@@ -296,8 +294,11 @@ def check_pcie(pcie, profile, rdma=None):
     return findings
 
 
-def _gen(gts):
-    return {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}.get(float(gts), '?')
+def _card(alternative):
+    """' (a Gen3 card)' for an alternative that applies to cards of at most that capability, else ''."""
+    if alternative.get('card_max_gts') is None:
+        return ''
+    return ' (a Gen%s card)' % {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}.get(float(alternative['card_max_gts']), '?')
 
 
 def _g(value):
@@ -687,9 +688,9 @@ def check_gpudirect(gpu, host, profile):
                         'GPUDirect RDMA cannot run on this node: %s' % decided['reason'])]
     how = ('nvidia_peermem' if decided['mode'] == gpudirect.PEERMEM
            else 'dma-buf of the open kernel modules (driver %s), perftest --use_cuda_dmabuf' % decided['driver_version'])
+    named = 'PCI address (--use_cuda_bus_id)' if decided['cuda_bus_id'] else 'CUDA ordinal with CUDA_DEVICE_ORDER=PCI_BUS_ID'
     return [finding('gdr_mode', 'gpudirect', HEALTHY, 'a GPUDirect RDMA path', decided['mode'],
-                    'GPUDirect RDMA through %s, the GPU named by %s' % (how, 'PCI address (--use_cuda_bus_id)' if decided['cuda_bus_id']
-                                                                      else 'CUDA ordinal with CUDA_DEVICE_ORDER=PCI_BUS_ID'))]
+                    'GPUDirect RDMA through %s, the GPU named by %s' % (how, named))]
 
 
 def _runs(profile, test):

@@ -104,7 +104,7 @@ def test_cmdline_hugepages_token_takes_any_count():
     bare = host_tuning.parse_cmdline('ro iommu=pt hugepages=\n')
     lacking = [f for f in preflight.check_host({'cmdline': bare}, P100) if f['check'] == 'cmdline' and f['status'] != 'healthy']
     assert [(f['subject'], f['detail']) for f in lacking] == [('default_hugepagesz=1G', 'kernel cmdline lacks default_hugepagesz=1G'),
-                                                               ('hugepages=', 'kernel cmdline lacks hugepages=N')]
+                                                              ('hugepages=', 'kernel cmdline lacks hugepages=N')]
 
 
 def nic_link(lnksta, lnkcap):
