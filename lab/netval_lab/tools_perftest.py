@@ -13,7 +13,7 @@ import time
 import uuid
 
 from netval_lab import fabric, tools_cuda
-from netval_lab.tool_common import MIB, PERFTEST_PORT, ToolExit, node_dir, out
+from netval_lab.tool_common import MIB, PERFTEST_PORT, node_dir, out
 
 
 # ============================================================================ perftest

@@ -10,8 +10,9 @@ name: gpu_test_blockers
 short_description: The tests a failed GPU prerequisite rules out, with why
 version_added: 0.1.0
 description:
-  - From a node's preflight findings, the tests that cannot run because a GPU prerequisite failed (no GPUDirect path: the
-    GPUDirect test; NVSwitch fabric not ready: GPUDirect, NCCL and dcgmi; the DCGM host engine down: dcgmi), each with the
+  - From a node's preflight findings, the tests that cannot run because a GPU prerequisite failed (no GPUDirect path rules out
+    the GPUDirect test; an NVSwitch fabric not ready rules out GPUDirect, NCCL and dcgmi; the DCGM host engine down rules out
+    dcgmi), each with the
     finding's words. The test plan expects their figures with that reason and runs nothing.
 author:
   - gpufleet.netval maintainers (@gpufleet)

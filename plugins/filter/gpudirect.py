@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Decides the node's GPUDirect mode from preflight_info's reads (gpu_info C(gdr_support), host_tuning_info C(modules))
     C(peermem) (nvidia_peermem loaded), C(dmabuf) (the open GPU kernel modules and a perftest with C(--use_cuda_dmabuf)) or
-    C(none) (with C(reason): what to install or load).
+    C(none) (with C(reason), what to install or load).
   - Returns the decision with C(perftest) (the perftest options of the node's GPUDirect end - C(use_cuda_dmabuf),
     C(cuda_device_order), C(by_bus_id), C(ready_timeout) from the profile's C(tests.gdr.server_ready_timeout)) and
     C(gpu_bus_ids) (nvidia-smi index to PCI address, to name a GPU by C(--use_cuda_bus_id)).

@@ -16,7 +16,7 @@ author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   _input:
-    description: The peers' qualification, {peer: {qualified, reasons, ...}}.
+    description: The peers' qualification, per peer its C(qualified), C(reasons) and C(notes).
     type: dict
     required: true
   order:

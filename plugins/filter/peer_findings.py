@@ -11,7 +11,7 @@ short_description: The finding that a node has no qualified known-good peer
 version_added: 0.1.0
 description:
   - Empty when one of the node's candidate peers is qualified (P(gpufleet.netval.qualify_peers#filter)); otherwise one finding
-    C(peer_health) (unknown, blocking: the node cannot be measured, never its fault) naming why each candidate was not.
+    C(peer_health) (unknown and blocking; the node cannot be measured, never its fault) naming why each candidate was not.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:

@@ -11,9 +11,9 @@ short_description: Qualify the known-good peers before they measure anyone
 version_added: 0.1.0
 description:
   - Takes the C(results) of preflight_info looped over the known-good peers (delegated to each, run once) and grades each
-    peer's reads as preflight grades a node of the given tier: its RDMA ports Active at the tier's rate and enough of them,
-    its PCIe links, its firmware, and its GPUs where the tier runs NCCL.
-  - Returns per peer C(qualified), C(reasons) (why not: a peer that could not be reached, whose reads failed, or whose checks
+    peer's reads as preflight grades a node of the given tier (its RDMA ports Active at the tier's rate and enough of them,
+    its PCIe links, its firmware, and its GPUs where the tier runs NCCL).
+  - Returns per peer C(qualified), C(reasons) (why not, for a peer that could not be reached, whose reads failed, or whose checks
     are marginal or reject), C(notes) (what could not be read there) and C(checked).
 author:
   - gpufleet.netval maintainers (@gpufleet)

@@ -18,9 +18,9 @@ description:
     which is what GPUDirect RDMA tests (C(--use_cuda=<gpu>)) need.
   - With O(kernel_log), reads C(journalctl -k -o short-iso --no-pager) (or C(dmesg) when journalctl is absent, fails or has no journal)
     and returns NVIDIA Xid events, GPUs fallen off the bus, thermal events, NIC link events and PCIe AER errors.
-  - With O(gdr), reads what GPUDirect RDMA can run on here: the loaded NVIDIA kernel module (C(/proc/driver/nvidia/version): the open
+  - With O(gdr), reads what GPUDirect RDMA can run on here, the loaded NVIDIA kernel module (C(/proc/driver/nvidia/version); the open
     GPU kernel modules export GPU memory as dma-buf) and the CUDA options of the node's perftest (C(<perftest_tool> --help)).
-  - With O(dcgm), runs C(dcgmi discovery -l): does the DCGM host engine (C(nv-hostengine), C(nvidia-dcgm.service)) answer.
+  - With O(dcgm), runs C(dcgmi discovery -l) to learn whether the DCGM host engine (C(nv-hostengine), C(nvidia-dcgm.service)) answers.
   - A node without C(nvidia-smi) is not an error unless O(required=true); it reports no GPUs and C(nvidia_smi=missing).
   - With O(gpus=false) it reads only the kernel log and never runs nvidia-smi (C(nvidia_smi=skipped)), the cheap read of what
     happened during a test window; Xid events are then returned in RV(xid_events) only, not per GPU.

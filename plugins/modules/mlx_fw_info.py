@@ -20,7 +20,7 @@ description:
     A missing link tool or a failed query is recorded in the device's C(link.error) (our gap, not the node's), never fatal.
   - Only queries; nothing is burnt or set.
   - The devices are grouped by adapter (the functions of one PCI bus:device, such as C(0000:af:00.0) and C(0000:af:00.1), are one
-    card: one flash, one configuration, one lock the tools take while they read it). flint and mlxconfig run once per adapter, on its
+    card, with one flash, one configuration and one lock the tools take while they read it). flint and mlxconfig run once per adapter, on its
     first function, and mlxlink on each function in turn; adapters are read side by side (up to eight at once).
   - A query that fails (a busy or locked adapter, a tool error, unreadable output) is recorded in the C(error) of that adapter's
     functions only, with host, command and rc; the other devices are read as usual and the module does not fail.

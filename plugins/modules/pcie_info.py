@@ -50,7 +50,7 @@ options:
   acs:
     description:
       - Also run C(lspci -vvv -s BDF) for every bridge above the devices and return its Access Control Services controls on each hop
-        (RV(devices[].upstream[].acs)): ACS request or completion redirection on the switch ports between a NIC and its GPU sends
+        (C(acs) of each hop of RV(devices[].upstream)); ACS request or completion redirection on the switch ports between a NIC and its GPU sends
         GPUDirect RDMA through the root complex.
     type: bool
     default: false

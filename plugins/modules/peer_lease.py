@@ -19,7 +19,7 @@ description:
   - With O(state=suspected) it records that this node failed against the peer and passed against another (the figures in
     O(figures), each naming the peer HCA it ran on as C(peer_device)); a peer one of whose HCAs O(suspect_limit) different
     nodes of one run failed on leaves the pool for the rest of that run (O(state=acquired) never takes it again, and returns it
-    in RV(excluded)), unless it is the last peer of O(peers) still there: suspicion never empties the pool.
+    in RV(excluded)), unless it is the last peer of O(peers) still there (suspicion never empties the pool).
   - With O(state=lost) it records that the peer went away (unreachable) while this node was tested on it, with O(step) and
     O(detail); the peer leaves the pool for the rest of the run at once (O(state=acquired) never takes it again and returns
     it in RV(lost)), and the node is rescheduled on another peer by the playbook.

@@ -86,7 +86,7 @@ options:
   use_cuda:
     description:
       - Use GPU memory of this CUDA device index (C(--use_cuda=N)) for GPUDirect RDMA; needs a perftest built with CUDA.
-      - A CUDA ordinal follows C(CUDA_DEVICE_ORDER) (FASTEST_FIRST unless set): pass O(cuda_device_order=PCI_BUS_ID) so that it is
+      - A CUDA ordinal follows C(CUDA_DEVICE_ORDER) (FASTEST_FIRST unless set); pass O(cuda_device_order=PCI_BUS_ID) so that it is
         the nvidia-smi index, or name the GPU by O(use_cuda_bus_id) where this perftest supports it.
     type: int
   use_cuda_bus_id:
@@ -96,7 +96,7 @@ options:
     type: str
   use_cuda_dmabuf:
     description:
-      - Register the GPU buffer through dma-buf (C(--use_cuda_dmabuf), placed after the GPU option as perftest requires): the
+      - Register the GPU buffer through dma-buf (C(--use_cuda_dmabuf), placed after the GPU option as perftest requires), the
         GPUDirect path of the open GPU kernel modules without nvidia_peermem. Only sessions with a GPU get it.
     type: bool
     default: false

@@ -391,8 +391,8 @@ def test_dmabuf_node_needs_dmabuf_and_names_the_gpu_by_bus_id(gpu_nodes):
 
 def test_a_cuda_ordinal_without_pci_bus_order_lands_on_another_gpu(gpu_nodes):
     node = gpu_nodes['healthy-400g']
-    ordered, _ = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'], env={'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'})
-    fastest, _ = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'])
+    ordered, _server = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'], env={'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'})
+    fastest, _server = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'])
     bandwidth = [float(result.stdout.splitlines()[-2].split()[3]) for result in (ordered, fastest)]
     # GPU 2 in PCI order is mlx5_2's own GPU; CUDA's default order picks a GPU of the other socket: GPUDirect through the host.
     assert bandwidth[0] == pytest.approx(46.5e9 / 2 ** 20, rel=0.001) and bandwidth[1] == pytest.approx(0.55 * bandwidth[0], rel=0.01)
@@ -406,7 +406,7 @@ def test_acs_on_the_gpu_path_is_in_lspci_and_slows_gpudirect(gpu_nodes):
     assert 'ACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-' in text
     other = state['nics'][1]['upstream'][-1]
     assert 'ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-' in run(node, 'lspci', '-vvv', '-s', other).stdout
-    client, _ = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'], env={'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'})
+    client, _server = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'], env={'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'})
     assert float(client.stdout.splitlines()[-2].split()[3]) == pytest.approx(0.55 * 46.5e9 / 2 ** 20, rel=0.01)
 
 

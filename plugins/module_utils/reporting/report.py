@@ -248,7 +248,7 @@ def ruled_out_facts(node):
     for actual, subjects in sorted(links.items()):
         facts.append('%s %s show %s' % ('the other NICs' if failing else 'all NICs', '(%s)' % ', '.join(sorted(subjects)), actual))
     ports = [f for f in findings if f.get('check') == 'port_state' and f.get('status') == 'healthy'
-             and str(f.get('subject')).split('/')[0] not in failing]
+             and str(f.get('subject')).split('/', maxsplit=1)[0] not in failing]
     if ports:
         facts.append('%d %sRDMA ports are Active at their rate' % (len(ports), 'other ' if failing else ''))
     for finding in findings:
