@@ -16,7 +16,7 @@ author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   _input:
-    description: The healthy peers in preference order (P(gpufleet.netval.healthy_peers#filter)).
+    description: The healthy peers in preference order (the run record's C(healthy_peers)).
     type: list
     elements: str
     required: true
@@ -28,7 +28,7 @@ options:
 EXAMPLES = r'''
 - name: Peers to wait for
   ansible.builtin.set_fact:
-    candidates: "{{ netval_healthy_peers | gpufleet.netval.first_peers(netval_peer | default('')) }}"
+    candidates: "{{ netval_run.healthy_peers | gpufleet.netval.first_peers(netval_peer | default('')) }}"
 '''
 
 RETURN = r'''

@@ -15,7 +15,7 @@ __metaclass__ = type
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import prometheus
 from ansible_collections.gpufleet.netval.plugins.module_utils.validate import one_line, visible
 
@@ -165,12 +165,16 @@ def _short_cmd(cmd):
     return ('%s %s' % (first.rsplit('/', 1)[-1], rest)).strip()
 
 
+def _short_of_contract(node):
+    """The tests that return the node: rejected on a line the contract states (a marginal figure, one past a line this
+    project chose, or one that only lies below its siblings' is ours to look into, never put to the provider)."""
+    return [t for t in node.get('tests', []) if t.get('status') == 'reject' and not t.get(verdict.FLEET_OUTLIER)]
+
+
 def _measured_lines(node):
     """The rejected tests' commands and output, as lines of an indented code block (pasted as printed): what is below contract."""
     lines = []
-    for test in node.get('tests', []):
-        if test.get('status') != 'reject':
-            continue
+    for test in _short_of_contract(node):
         verbatim = test.get('verbatim') or []
         if test.get('server_cmd'):
             lines.append('$ %s' % _short_cmd(test['server_cmd']))
@@ -188,7 +192,7 @@ def _measured_lines(node):
 
 def _healthy_lines(node, limit=10):
     """Healthy results of the same kinds as the rejected ones: the comparison the provider needs."""
-    failing = set(t.get('metric') for t in node.get('tests', []) if t.get('status') == 'reject')
+    failing = set(t.get('metric') for t in _short_of_contract(node))
     lines = []
     for test in node.get('tests', []):
         if test.get('status') == 'healthy' and test.get('metric') in failing and test.get('as_printed'):
@@ -287,7 +291,7 @@ def vendor_letter(node, sender=None):
         "We've validated node %s against the %s tier acceptance criteria as part of new-node delivery. "
         "Some measurements are below contract, so we cannot accept the node yet." % (_identity_phrase(node), tier))
     contract = node.get('contract_text')
-    expected = [t for t in node.get('tests', []) if t.get('expected') and t.get('status') == 'reject']
+    expected = [t for t in _short_of_contract(node) if t.get('expected')]
     expectation = ''
     if contract:
         expectation = 'The contract specifies %s.' % markdown_text(str(contract).rstrip('.'))
