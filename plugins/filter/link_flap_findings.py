@@ -29,7 +29,7 @@ options:
 EXAMPLES = r'''
 - name: Link events during the tests
   ansible.builtin.set_fact:
-    flaps: "{{ kernel_since_start | gpufleet.netval.link_flap_findings(netval_tests_started_epoch) }}"
+    flaps: "{{ kernel_since_start | gpufleet.netval.link_flap_findings(netval_run.tests_started) }}"
 '''
 
 RETURN = r'''
