@@ -44,7 +44,7 @@ def run31(lab_session, tmp_path_factory):  # pylint: disable=unused-argument
         return json.load(handle), reports, proc.stdout
 
 
-def tests_of(result, metric):
+def figures_of(result, metric):
     return [t for t in result['tests'] if t['metric'] == metric]
 
 
@@ -73,14 +73,14 @@ def test_a_degraded_peer_is_disqualified_and_every_node_is_measured_on_the_other
 
 def test_gpudirect_runs_in_the_mode_the_node_supports(run31):
     _summary, reports, _out = run31
-    peermem = tests_of(node_result(reports, 'node01'), 'gdr_bw_gbs')
-    dmabuf = tests_of(node_result(reports, 'node02'), 'gdr_bw_gbs')
+    peermem = figures_of(node_result(reports, 'node01'), 'gdr_bw_gbs')
+    dmabuf = figures_of(node_result(reports, 'node02'), 'gdr_bw_gbs')
     assert len(peermem) == len(dmabuf) == 8 and all(t['status'] == 'healthy' for t in peermem + dmabuf)
     # The node's end names its GPU by PCI address; dma-buf after it where that is the node's path, never on a peermem node.
     assert all('--use_cuda_bus_id=0000:' in t['server_cmd'] and '--use_cuda_dmabuf' not in t['server_cmd'] for t in peermem)
     assert all(t['server_cmd'].index('--use_cuda_bus_id=') < t['server_cmd'].index('--use_cuda_dmabuf') for t in dmabuf)
     no_cuda = node_result(reports, 'node03')
-    blocked = tests_of(no_cuda, 'gdr_bw_gbs')
+    blocked = figures_of(no_cuda, 'gdr_bw_gbs')
     assert len(blocked) == 8 and all(t['status'] == 'unknown' and t['error_class'] == 'gpu_prerequisite' for t in blocked)
     detail = [c['detail'] for c in no_cuda['causes'] if c['cause'] == 'gdr_mode'][0]
     assert 'built without CUDA' in detail and 'MLNX_OFED or DOCA-OFED' in detail and 'Not run because of it' in detail
@@ -90,16 +90,16 @@ def test_gpudirect_runs_in_the_mode_the_node_supports(run31):
 def test_gpu_prerequisites_name_what_to_fix_and_keep_the_tests_they_break_from_running(run31):
     _summary, reports, _out = run31
     dcgm = node_result(reports, 'node04')
-    assert [t['status'] for t in tests_of(dcgm, 'dcgmi_diag')] == ['unknown']
+    assert [t['status'] for t in figures_of(dcgm, 'dcgmi_diag')] == ['unknown']
     assert 'nvidia-dcgm' in [c['detail'] for c in dcgm['causes'] if c['cause'] == 'dcgm_hostengine'][0]
     fabric = node_result(reports, 'node05')
     for metric in ('gdr_bw_gbs', 'nccl_busbw_gbs', 'dcgmi_diag'):
-        assert tests_of(fabric, metric) and all(t['error_class'] == 'gpu_prerequisite' for t in tests_of(fabric, metric)), metric
-    assert all(t['status'] == 'healthy' for t in tests_of(fabric, 'ib_send_bw_gbs'))
+        assert figures_of(fabric, metric) and all(t['error_class'] == 'gpu_prerequisite' for t in figures_of(fabric, metric)), metric
+    assert all(t['status'] == 'healthy' for t in figures_of(fabric, 'ib_send_bw_gbs'))
     persistence = node_result(reports, 'node06')
-    assert causes(persistence) == ['persistence_mode'] and all(t['status'] == 'healthy' for t in tests_of(persistence, 'gdr_bw_gbs'))
+    assert causes(persistence) == ['persistence_mode'] and all(t['status'] == 'healthy' for t in figures_of(persistence, 'gdr_bw_gbs'))
     acs = node_result(reports, 'node07')
-    slow = [t for t in tests_of(acs, 'gdr_bw_gbs') if t['status'] != 'healthy']
+    slow = [t for t in figures_of(acs, 'gdr_bw_gbs') if t['status'] != 'healthy']
     assert [t['subject'] for t in slow] == ['mlx5_2'] and slow[0]['status'] == 'marginal'
     detail = [c['detail'] for c in acs['causes'] if c['cause'] == 'pcie_acs'][0]
     assert 'ReqRedir+CmpltRedir+UpstreamFwd' in detail and 'It explains mlx5_2' in detail and 'gdr' not in causes(acs)
