@@ -140,7 +140,7 @@ def cmd_up(args):
         profile = profiles.load_profile(args.profile)
     except profiles.ProfileError as exc:
         raise LabError('profile %s: %s' % (args.profile, exc))
-    node_profiles = parse_node_profiles(args.node_profiles, args.nodes, profile, profiles)
+    node_profiles = parse_node_profiles(args.node_profiles, args.nodes, profile, profiles, peers=args.peers)
     hardware = _hardware()
     unpinned = bool(getattr(args, 'unpinned', False))
     mesh = bool(getattr(args, 'mesh', False))
@@ -185,17 +185,19 @@ def cmd_up(args):
     return 0
 
 
-def parse_node_profiles(text, nodes, main_profile, profiles):
-    """``node02=gen4-nic0,node03=platform-slow`` -> {host: (name, profile)}; every one of the lab's tier.
+def parse_node_profiles(text, nodes, main_profile, profiles, peers=0):
+    """``node02=gen4-nic0,node03=platform-slow,peer02=peer-rail-degraded`` -> {host: (name, profile)}; every one of the lab's tier.
 
     One lab then holds several failure patterns at once, so a single
-    validate.yml run can check them side by side.
+    validate.yml run can check them side by side.  A peer named here gets that
+    profile's ``peer:`` section (one degraded known-good peer beside healthy ones).
     """
     chosen = {}
+    hosts = ['node%02d' % i for i in range(1, nodes + 1)] + ['peer%02d' % j for j in range(1, peers + 1)]
     for item in [part.strip() for part in (text or '').split(',') if part.strip()]:
         host, sep, name = item.partition('=')
-        if not sep or host not in ['node%02d' % i for i in range(1, nodes + 1)]:
-            raise LabError('--node-profiles: %r is not NODE=PROFILE for one of node01..node%02d' % (item, nodes))
+        if not sep or host not in hosts:
+            raise LabError('--node-profiles: %r is not HOST=PROFILE for one of %s' % (item, ', '.join(hosts)))
         try:
             loaded = profiles.load_profile(name)
         except profiles.ProfileError as exc:
@@ -364,7 +366,8 @@ def parser():
     sub = top.add_subparsers(dest='command', required=True)
     up = sub.add_parser('up', help='build the lab (idempotent)')
     up.add_argument('--profile', default='healthy-400g', help='lab/profiles/<name>.yml (default healthy-400g)')
-    up.add_argument('--node-profiles', default='', help='per-node profiles of the same tier, e.g. node02=gen4-nic0,node03=platform-slow')
+    up.add_argument('--node-profiles', default='',
+                    help='per-host profiles of the same tier, e.g. node02=gen4-nic0,peer02=peer-rail-degraded (a peer gets its peer: section)')
     up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)
     up.add_argument('--peers', type=int, default=1, help='known-good peers, 1..%d (default 1)' % MAX_PEERS)
     up.add_argument('--dcgmi-seconds', type=float, default=None,

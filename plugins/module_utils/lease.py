@@ -184,12 +184,50 @@ def suspicions(folder, peer, run):
     return sorted(name[:-5] for name in names if name.endswith('.json'))
 
 
+# The key of a suspicion's figures that name no peer HCA (iperf3, ping, every NIC at once): the peer's path as a whole.
+WHOLE_PEER = 'the peer\'s link'
+
+
+def suspected_hcas(folder, peer, run):
+    """{peer HCA: [nodes that failed on it and passed on another peer]} from the suspicion records of ``peer`` in ``run``."""
+    found = {}
+    for node in suspicions(folder, peer, run):
+        try:
+            with open(os.path.join(_suspect_dir(folder, peer, run), '%s.json' % node), encoding='utf-8') as handle:
+                record = json.load(handle)
+        except (IOError, OSError, ValueError):
+            record = {}
+        figures = record.get('figures') if isinstance(record, dict) and isinstance(record.get('figures'), list) else []
+        for hca in sorted(set(str(f.get('peer_device') or WHOLE_PEER) for f in figures if isinstance(f, dict))) or [WHOLE_PEER]:
+            found.setdefault(hca, [])
+            if node not in found[hca]:
+                found[hca].append(node)
+    return found
+
+
 def excluded(folder, peers, run, limit):
-    """{peer: [nodes that suspect it]} for the peers suspected by ``limit`` or more nodes of ``run`` (none when limit is 0)."""
+    """{peer: [nodes]} for the peers one of whose HCAs ``limit`` or more different nodes of ``run`` failed on and passed
+    elsewhere (none when limit is 0).  Nodes that failed on different HCAs of a peer point at those nodes, not the peer."""
     if not limit or not run:
         return {}
-    found = dict((peer, suspicions(folder, peer, run)) for peer in peers)
-    return dict((peer, nodes) for peer, nodes in found.items() if len(nodes) >= limit)
+    out = {}
+    for peer in peers:
+        for hca, nodes in sorted(suspected_hcas(folder, peer, run).items()):
+            if len(nodes) >= limit:
+                out[peer] = sorted(set(out.get(peer, [])) | set(nodes))
+    return out
+
+
+def left_pool(folder, peers, run, limit):
+    """(suspected out, lost) of ``peers`` in ``run``: suspicion never takes the last peer still there (one that did not go
+    away): with every such peer suspected, the least suspected of them (first in preference order) stays."""
+    out = excluded(folder, peers, run, limit)
+    gone = lost(folder, peers, run)
+    standing = [peer for peer in peers if peer not in gone]
+    if standing and all(peer in out for peer in standing):
+        keep = min(standing, key=lambda peer: (len(out[peer]), standing.index(peer)))
+        out = dict((peer, nodes) for peer, nodes in out.items() if peer != keep)
+    return out, gone
 
 
 def _lost_path(folder, peer, run):
@@ -279,10 +317,10 @@ def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time
             grow=False):
     """The first of ``peers`` (in preference order) whose lease ``holder`` gets, waiting up to ``wait`` seconds.
 
-    A peer that ``suspect_limit`` or more nodes of the holder's run suspect, or that went away mid-run (mark_lost), has left
-    the pool and is never taken.  With ``grow`` the pool also holds the nodes the run promotes while the holder waits
-    (pool).  Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait, or all left
-    the pool.
+    A peer one of whose HCAs ``suspect_limit`` or more nodes of the holder's run failed on (left_pool: never the last peer
+    there), or that went away mid-run (mark_lost), has left the pool and is never taken.  With ``grow`` the pool also holds
+    the nodes the run promotes while the holder waits (pool).  Returns (lease, waited_seconds); lease is None when every peer
+    stayed busy for the whole wait, or all left the pool.
     """
     if not os.path.isdir(folder):
         try:
@@ -293,7 +331,8 @@ def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time
     started = clock()
     while True:
         candidates = pool(folder, peers, holder, grow)
-        out = set(excluded(folder, candidates, holder.get('run'), suspect_limit)) | set(lost(folder, candidates, holder.get('run')))
+        suspected, gone = left_pool(folder, candidates, holder.get('run'), suspect_limit)
+        out = set(suspected) | set(gone)
         if len(out) == len(set(candidates)):
             return None, clock() - started
         for peer in candidates:

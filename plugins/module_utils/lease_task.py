@@ -74,7 +74,9 @@ def _record(params, check_mode):
         if check_mode:
             return _done(peer, changed=False, suspected_by=[], left_pool=False)
         nodes = lease.suspect(folder, peer, run, node, params['figures'])
-        return _done(peer, suspected_by=nodes, left_pool=bool(params['suspect_limit']) and len(nodes) >= params['suspect_limit'])
+        # It leaves only when one of its HCAs failed against several nodes, and never as the last peer standing.
+        out, _gone = lease.left_pool(folder, params['peers'] or [peer], run, params['suspect_limit'])
+        return _done(peer, suspected_by=nodes, left_pool=peer in out)
     if state == 'lost':
         if check_mode:
             return _done(peer, changed=False, lost=[])
@@ -100,8 +102,7 @@ def _acquire(params, check_mode):
                                   suspect_limit=params['suspect_limit'], grow=params['grow'])
     # What left the pool: of the known-good peers and of the nodes promoted meanwhile.
     pool = lease.pool(folder, peers, holder, params['grow'])
-    out = lease.excluded(folder, pool, params['run'], params['suspect_limit'])
-    gone = lease.lost(folder, pool, params['run'])
+    out, gone = lease.left_pool(folder, pool, params['run'], params['suspect_limit'])
     left = [{'peer': peer, 'suspected_by': nodes} for peer, nodes in sorted(out.items())]
     gone_list = [gone[peer] for peer in sorted(gone)]
     waited = round(waited, 3)

@@ -17,8 +17,9 @@ description:
     up to O(wait) seconds while all are busy (a work queue - a node starts as soon as any of its peers frees).
     With O(state=released) it gives the lease back if this node holds it.
   - With O(state=suspected) it records that this node failed against the peer and passed against another (the figures in
-    O(figures)); a peer that O(suspect_limit) nodes of one run suspect leaves the pool for the rest of that run (O(state=acquired)
-    never takes it again, and returns it in RV(excluded)).
+    O(figures), each naming the peer HCA it ran on as C(peer_device)); a peer one of whose HCAs O(suspect_limit) different
+    nodes of one run failed on leaves the pool for the rest of that run (O(state=acquired) never takes it again, and returns it
+    in RV(excluded)), unless it is the last peer of O(peers) still there (suspicion never empties the pool).
   - With O(state=lost) it records that the peer went away (unreachable) while this node was tested on it, with O(step) and
     O(detail); the peer leaves the pool for the rest of the run at once (O(state=acquired) never takes it again and returns
     it in RV(lost)), and the node is rescheduled on another peer by the playbook.
@@ -44,7 +45,8 @@ options:
   peers:
     description:
       - With O(state=acquired), the peers to try in preference order; with O(state=released), the peer to release (one); with
-        O(state=promoted), the peer that validated this node (one).
+        O(state=promoted), the peer that validated this node (one); with O(state=suspected), the suspected peer first, then the
+        run's other known-good peers (whether it is the last one standing).
     type: list
     elements: str
     required: true
@@ -72,7 +74,7 @@ options:
     type: int
     default: 86400
   suspect_limit:
-    description: How many nodes of one run must suspect a peer before it leaves the pool; V(0) keeps every peer.
+    description: How many different nodes of one run must fail on the same HCA of a peer before it leaves the pool; V(0) keeps every peer.
     type: int
     default: 2
   figures:

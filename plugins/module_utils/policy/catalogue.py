@@ -226,4 +226,8 @@ def profile_errors(profile, tier=None):
         declared = (threshold or {}).get('unit') if isinstance(threshold, dict) else None
         if declared is not None and declared != METRICS[name]['unit']:
             errors.append('%s: thresholds.%s is in %s, the metric is measured in %s' % (where, name, declared, METRICS[name]['unit']))
+        if isinstance(threshold, dict) and not str(threshold.get('source') or '').strip():
+            # Who may send a node back depends on it (verdict.line_may_reject).
+            errors.append('%s: thresholds.%s has no source: say whether the runbook, the contract or this project ("project: <why>") '
+                          'states the line' % (where, name))
     return errors

@@ -13,9 +13,11 @@ The record::
 
     {schema, node, tier, run,                 who and which run
      slot, candidates,                        the node's block of test ports and its peers in the order it asks them
-     healthy_peers, peer_findings,            the peers' own health check, a finding when none is healthy
+     peer_qualification,                      the known-good peers graded for the node's tier: {peer: {qualified, reasons...}}
+     healthy_peers, peer_findings,            the qualified peers in the node's order, a finding when none is
      tests_skipped,                           why the tier tests do not run (None while they may)
-     tests_started, plan_seconds,             when the tests began (the kernel-log window opens there); their planned time
+     tests_started, plan_seconds,             when the tests began, epoch seconds on the node's clock (the kernel-log window
+                                              opens there); their planned time
      passes: [{kind, peer, lease, retest_tests, measurements, expected, findings, nccl_transport, lost, done}],
      link_findings,                           link events and AER over the whole test window (the last kernel-log read)
      lost_peers, tried_peers,                 peers that went away while the node was on them; every peer it took
@@ -38,7 +40,7 @@ SCHEMA = 'gpufleet.netval/node-run'
 PEER, RETEST, LOCAL = 'peer', 'retest', 'local'
 PASS_KINDS = (PEER, RETEST, LOCAL)
 # Findings of the kernel log, read over the whole window: a later read replaces an earlier one's.
-KERNEL_CHECKS = ('link_flap', 'pcie_aer')
+KERNEL_CHECKS = ('link_flap', 'pcie_aer', 'gpu_xid')
 CHECK_MODE = 'check mode: preflight only'
 NO_HEALTHY_PEER = 'no healthy known-good peer'
 
@@ -53,10 +55,20 @@ def _copy(record):
     return copy.deepcopy(record)
 
 
+def _epoch(started):
+    """Epoch seconds (an int) from what the node's clock read, or None when it read nothing."""
+    if started in (None, ''):
+        return None
+    try:
+        return int(float(started))
+    except (TypeError, ValueError):
+        raise NodeRunError('the tests\' start is epoch seconds read on the node, got %r' % (started,))
+
+
 def new(node, tier=None, run=None):
     """The record of a node whose run just began."""
     return {'schema': SCHEMA, 'node': node, 'tier': tier, 'run': run, 'slot': None, 'candidates': [],
-            'healthy_peers': [], 'peer_findings': [], 'tests_skipped': None, 'tests_started': None, 'plan_seconds': None,
+            'peer_qualification': {}, 'healthy_peers': [], 'peer_findings': [], 'tests_skipped': None, 'tests_started': None, 'plan_seconds': None,
             'passes': [], 'link_findings': [], 'lost_peers': [], 'tried_peers': [],
             'first_verdict': None, 'suspect_peer': None, 'broke': None}
 
@@ -69,22 +81,20 @@ def place(record, slot, candidates):
     return record
 
 
-def check_peers(record, health_results):
-    """The healthy peers, the node's preferred one first, from the run's one health check of every peer; with none, a
-    finding that says so (unknown, blocking: the node cannot be measured, which is never its fault)."""
+def check_peers(record, qualification):
+    """The qualified peers, the node's preferred one first, from the run's one qualification of every peer graded for the
+    node's tier (peer_policy.qualify_peers); with none, a finding that says so and why each candidate was not (unknown,
+    blocking: the node cannot be measured, which is never its fault)."""
     record = _copy(record)
-    healthy = peer_policy.healthy_peers(health_results, record['candidates'])
-    record['healthy_peers'] = healthy
-    record['peer_findings'] = [] if healthy else [{
-        'check': 'peer_health', 'subject': (record['candidates'] or ['known_good_peers'])[0], 'status': 'unknown',
-        'blocking': True, 'expected': 'a healthy known-good peer', 'actual': 'none reachable with an Active RDMA port',
-        'detail': "no healthy known-good peer: the node could not be measured (not the node's fault)"}]
+    record['peer_qualification'] = copy.deepcopy(dict(qualification or {}))
+    record['healthy_peers'] = peer_policy.healthy_peers(record['peer_qualification'], record['candidates'])
+    record['peer_findings'] = peer_policy.peer_findings(record['peer_qualification'], record['candidates'])
     return record
 
 
 def after_preflight(record, blocking, check_mode=False, started=None, plan_seconds=None):
     """Whether the tier tests may run after preflight (``blocking``: its blocking findings); ``started``: when they
-    begin (the end of preflight, which read the kernel log up to then); ``plan_seconds``: their planned time (the
+    begin, epoch seconds read on the node (the end of preflight, which read the kernel log up to then); ``plan_seconds``: their planned time (the
     run's prediction reads it), kept only when they run."""
     record = _copy(record)
     if check_mode:
@@ -93,7 +103,7 @@ def after_preflight(record, blocking, check_mode=False, started=None, plan_secon
         record['tests_skipped'] = NO_HEALTHY_PEER
     elif blocking:
         record['tests_skipped'] = 'preflight found blocking problems: ' + '; '.join(str(f.get('detail')) for f in blocking)
-    record['tests_started'] = started
+    record['tests_started'] = _epoch(started)
     record['plan_seconds'] = None if record['tests_skipped'] else plan_seconds
     return record
 
@@ -137,9 +147,10 @@ def finish_pass(record, outputs):
 
 
 def read_kernel(record, kernel_result):
-    """Link events and AER since the tests began (gpu_info's kernel-log read over every pass so far)."""
+    """Link events, AER and Xids since the tests began (gpu_info's kernel-log read over every pass so far); an event
+    the node's journal dates before the window never counts."""
     record = _copy(record)
-    record['link_findings'] = measurements.link_flap_findings(kernel_result or {})
+    record['link_findings'] = measurements.link_flap_findings(kernel_result or {}, record['tests_started'])
     return record
 
 

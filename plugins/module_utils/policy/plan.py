@@ -38,11 +38,19 @@ DEFAULTS = {
     # all: every enabled test; peer: only those that need a peer (under its lease); local: only those that do
     # not (while the node waits for a peer, or after it gave it back).
     'phase': 'all',
+    # The node's GPUDirect end (policy/gpudirect.perftest_options): use_cuda_dmabuf, cuda_device_order, by_bus_id.
+    'gdr': {},
+    # nvidia-smi index -> PCI address of the node's GPUs (gpu_info gpus), to name a GPU by --use_cuda_bus_id.
+    'gpu_bus_ids': {},
+    # {test name: reason} of tests a failed GPU prerequisite rules out (preflight.gpu_test_blockers): expected, not run.
+    'blocked': {},
     # The site's RDMA traffic class (netval_roce_tclass), shared with perftest: NCCL_IB_TC; None leaves NCCL's default.
     'traffic_class': None,
     # The NCCL variables the operator sets himself (netval_nccl_env): the plan leaves those settings to him.
     'nccl_env_names': [],
 }
+# The error_class of a figure a failed GPU prerequisite kept from running (verdict.GPU_PREREQUISITE).
+GPU_PREREQUISITE = 'gpu_prerequisite'
 PHASES = ('all', 'peer', 'local')
 # The runbook's direction: the node receives (its server, the peer's client), so the node's rings, IRQs and
 # rx_discards_phy carry the traffic.  A tier may add the reverse (``directions: [receive, send]`` under a test).
@@ -77,6 +85,9 @@ def _options(options):
             raise PlanError('plan option %s must not be negative, got %r' % (key, merged[key]))
     if merged['phase'] not in PHASES:
         raise PlanError('plan option phase must be one of %s, got %r' % (', '.join(PHASES), merged['phase']))
+    for key in ('gdr', 'gpu_bus_ids', 'blocked'):
+        if not isinstance(merged[key], dict):
+            raise PlanError('plan option %s must be a mapping, got %r' % (key, merged[key]))
     tclass = merged['traffic_class']
     if tclass is not None and (isinstance(tclass, bool) or not isinstance(tclass, int) or not 0 <= tclass <= 255):
         raise PlanError('plan option traffic_class (netval_roce_tclass) must be a whole number from 0 to 255, got %r' % (tclass,))
@@ -127,9 +138,12 @@ def hca_pairs(node_ports, peer_ports):
     return pairs
 
 
-def _expect(metric, subject, reason=None, direction=RECEIVE):
-    return {'id': _figure_id(metric, subject, direction) if subject is not None else '%s:*' % metric, 'metric': metric,
-            'subject': subject, 'test': catalogue.test_of_metric(metric), 'reason': reason}
+def _expect(metric, subject, reason=None, direction=RECEIVE, error_class=None):
+    expected = {'id': _figure_id(metric, subject, direction) if subject is not None else '%s:*' % metric, 'metric': metric,
+                'subject': subject, 'test': catalogue.test_of_metric(metric), 'reason': reason}
+    if error_class:
+        expected['error_class'] = error_class
+    return expected
 
 
 class _Ports(object):
@@ -162,11 +176,13 @@ def _figure_id(metric, subject, direction):
 
 
 def _ends(pair, direction, gpu, options):
-    """The server and client ends of one session: which box, which device, and (GDR) the node's GPU on the node's end."""
+    """The server and client ends of one session: which box, which device, and (GDR) the node's GPU on the node's end, by its
+    PCI address where the node's perftest takes one (--use_cuda_bus_id), else by ordinal."""
+    bus_id = options['gpu_bus_ids'].get(str(gpu)) if gpu is not None and options['gdr'].get('by_bus_id') else None
     node = {'on': 'node', 'device': pair['device'], 'ib_port': pair['ib_port'], 'gid_index': pair['gid_index'], 'use_cuda': gpu,
-            'address': options['node_address']}
+            'use_cuda_bus_id': bus_id, 'address': options['node_address']}
     peer = {'on': 'peer', 'device': pair['peer_device'], 'ib_port': pair['peer_ib_port'], 'gid_index': pair['peer_gid_index'],
-            'use_cuda': None, 'address': options['peer_address']}
+            'use_cuda': None, 'use_cuda_bus_id': None, 'address': options['peer_address']}
     server, client = (node, peer) if direction == RECEIVE else (peer, node)
     client = dict(client, connect_to=server['address'])
     return server, client
@@ -184,6 +200,11 @@ def _perftest_run(entry, pair, params, options, ports, metric, direction, gpu=No
     for key in PERFTEST_PARAMS:
         run[key] = params.get(key)
     run['report_gbits'] = bool(run['report_gbits'])
+    gdr = options['gdr'] if gpu is not None else {}
+    # A CUDA server initialises its GPU before it listens: the profile's ready timeout (eight of them start at once).
+    run['use_cuda_dmabuf'] = bool(gdr.get('use_cuda_dmabuf'))
+    run['cuda_device_order'] = gdr.get('cuda_device_order')
+    run['ready_timeout'] = params.get('server_ready_timeout') if gpu is not None else None
     return run
 
 
@@ -268,6 +289,16 @@ def _plan_node_test(entry, params, pairs, options, iperf3_port, expected):
     return [run]
 
 
+def _blocked(entry, pairs, reason, expected):
+    """The figures of a test a failed GPU prerequisite rules out: expected with the prerequisite's words, nothing run."""
+    for metric in entry['metrics']:
+        if entry['scope'] == catalogue.SCOPE_GPU_NIC:
+            for pair in pairs:
+                expected.append(_expect(metric, pair['device'], reason, error_class=GPU_PREREQUISITE))
+        else:
+            expected.append(_expect(metric, NODE_SUBJECTS.get(entry['module']), reason, error_class=GPU_PREREQUISITE))
+
+
 # NCCL settings the plan decides from the tested rails; a profile that names them (an older contract's gid_index: 3) is
 # not followed: they come from the ports themselves, or from the operator's netval_nccl_env.
 NCCL_PLANNED = {'ib_hca': 'NCCL_IB_HCA', 'gid_index': 'NCCL_IB_GID_INDEX', 'ib_tc': 'NCCL_IB_TC'}
@@ -327,7 +358,8 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     ``gpu_pairs``: gpu_info's ``gpu_nic_pairs``; ``options``: slot, perftest_port_base, iperf3_port_base,
     ports_per_node, duration_override, timeout_margin, retest_only, retest_tests, peer_address (the peer's address on the node's link,
     the subject of peer-link figures), node_address (the node's address on that link, where the peer's clients connect),
-    phase (all, peer: the tests that need a peer, local: those that do not).
+    phase (all, peer: the tests that need a peer, local: those that do not), gdr (the node's GPUDirect end), gpu_bus_ids and
+    blocked ({test: reason}: tests a failed GPU prerequisite rules out, their figures expected with the reason).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
     perftest tests], batches: {perftest test name: [perftest_batches(...)]}, expected: [{id, metric, subject, test,
@@ -346,6 +378,9 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
         if options['phase'] != 'all' and entry['needs_peer'] != (options['phase'] == 'peer'):
             continue
         params = tests_params.get(entry['name']) or {}
+        if entry['name'] in options['blocked']:
+            _blocked(entry, pairs, options['blocked'][entry['name']], plan['expected'])
+            continue
         if entry['needs_peer'] and entry['module'] == 'perftest' and not pairs:
             for metric in entry['metrics']:
                 plan['expected'].append(_expect(metric, None, 'no live RDMA port pair between the node and its peer'))
@@ -379,7 +414,7 @@ def repeated_batches(batches, repeats):
     return out
 
 
-SHARED_PERFTEST = ('tool', 'size', 'tx_depth', 'qps', 'duration', 'report_gbits')
+SHARED_PERFTEST = ('tool', 'size', 'tx_depth', 'qps', 'duration', 'report_gbits', 'use_cuda_dmabuf', 'cuda_device_order', 'ready_timeout')
 
 
 def perftest_batches(runs):
@@ -398,10 +433,11 @@ def perftest_batches(runs):
         batch['runs'].append(run)
         server, client = run['server'], run['client']
         batch['servers'].append({'id': run['id'], 'device': server['device'], 'ib_port': server['ib_port'], 'port': run['port'],
-                                 'gid_index': server['gid_index'], 'use_cuda': server['use_cuda'], 'timeout': run['server_timeout']})
+                                 'gid_index': server['gid_index'], 'use_cuda': server['use_cuda'],
+                                 'use_cuda_bus_id': server.get('use_cuda_bus_id'), 'timeout': run['server_timeout']})
         batch['clients'].append({'id': run['id'], 'server': client['connect_to'], 'device': client['device'],
                                  'ib_port': client['ib_port'], 'port': run['port'], 'gid_index': client['gid_index'],
-                                 'use_cuda': client['use_cuda'], 'timeout': run['timeout']})
+                                 'use_cuda': client['use_cuda'], 'use_cuda_bus_id': client.get('use_cuda_bus_id'), 'timeout': run['timeout']})
     for batch in batches:
         del batch['key']
     return batches

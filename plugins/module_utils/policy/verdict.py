@@ -26,6 +26,13 @@ A failure the module pins on the node (``error_side: node``) is also
 ``unknown``, with a cause that points at the node; it never rejects, because
 a test that could not run proves no shortfall.  Rejects (bucket C, a vendor
 letter) come only from measured figures and measured facts.
+
+Only a line the seeds or the operator's contract state may send a node back:
+every threshold says where it comes from (``source``).  A figure past a reject
+line this project chose (``source: 'project: ...'``) is ``marginal`` with
+``reject_line: project`` and the cause ``project_line`` (investigate, bucket B);
+a contract adopts such a line by giving it a source of its own
+(``source: contract ...``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -83,7 +90,11 @@ GPU_HARDWARE_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc')
 GPU_MEMORY_WEAR_CHECKS = ('gpu_ecc_correctable', 'gpu_pages_pending')
 NIC_LINK_CHECKS = ('port_state', 'port_rate', 'nic_count')
 LINK_QUALITY_CHECKS = ('link_fec', 'link_ber')
-PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'hugepages_cmdline', 'governor', 'no_turbo', 'memlock')
+# What the GPU tests need on the node (preflight.check_gpudirect and the GPU prerequisite checks): each its own cause.
+GPU_PREREQUISITE_CHECKS = ('gdr_mode', 'dcgm_hostengine', 'fabric_manager', 'persistence_mode', 'pcie_acs')
+# The error_class of a figure the plan did not run because a GPU prerequisite failed (its cause is that prerequisite's).
+GPU_PREREQUISITE = 'gpu_prerequisite'
+PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'hugepages_cmdline', 'governor', 'no_turbo', 'memlock', 'thermal_throttle')
 HOST_CONFIGURATION_CHECKS = PLATFORM_TUNING_CHECKS + ('modules', 'cqe_compression', 'rx_ring', 'channels', 'firmware_min_version',
                                                       'firmware_uniform', 'roce_v2_gid', 'irq_locality')
 
@@ -261,6 +272,15 @@ def _finite(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+# A threshold whose source starts so is a line this project chose: it may not send a node back.
+PROJECT_SOURCE = 'project'
+
+
+def line_may_reject(threshold):
+    """Whether a threshold's reject line may send a node back: the seeds' or the contract's, not one this project chose."""
+    return not str((threshold or {}).get('source') or '').strip().lower().startswith(PROJECT_SOURCE)
+
+
 def grade_measurements(measurements, thresholds):
     """Grade each measurement against its metric's threshold.
 
@@ -305,6 +325,10 @@ def grade_measurements(measurements, thresholds):
             entry['status'] = classify(metric, value, threshold)
             if entry['status'] != HEALTHY and entry.get('error'):
                 entry['status'] = UNKNOWN
+            elif entry['status'] == REJECT and not line_may_reject(threshold):
+                # Past a line the seeds do not give and the contract has not adopted: investigated, never returned.
+                entry['status'] = MARGINAL
+                entry['reject_line'] = PROJECT_SOURCE
         graded.append(entry)
     return graded
 
@@ -332,8 +356,8 @@ def missing_figures(graded, expected, thresholds):
             'value': None, 'unit': catalogue.unit(metric) if metric in catalogue.METRICS else None,
             'as_printed': None, 'verbatim': [], 'cmd': None, 'raw': '',
             'error': wanted.get('reason') or 'not measured',
-            'error_class': 'not_measured' if not wanted.get('reason') else 'not_measurable',
-            'error_side': SIDE_OURS if not wanted.get('reason') else None,
+            'error_class': wanted.get('error_class') or ('not_measured' if not wanted.get('reason') else 'not_measurable'),
+            'error_side': SIDE_OURS if not wanted.get('reason') or wanted.get('error_class') else None,
             'status': UNKNOWN, 'threshold': threshold,
             'expected': describe_threshold(metric, threshold) if threshold else 'a figure',
         })
@@ -766,12 +790,14 @@ def rule_nccl_wrong_results(results, _found):
                    % ', '.join(figure_text(t['value']) for t in bad), [t.get('subject') for t in bad], bad)]
 
 
-def rule_gdr(results, _found):
-    bad = results.tests_of(('gdr_bw',))
+def rule_gdr(results, found):
+    acs = set(found['pcie_acs'][0]['subjects']) if 'pcie_acs' in found else set()
+    bad = [t for t in results.tests_of(('gdr_bw',)) if t.get('subject') not in acs]
     if not bad or _rdma(results)[1]:
         return []
-    return [_cause('gdr', 'GPUDirect RDMA is slow or failing while host-memory RDMA is fine (%s): check nvidia_peermem is loaded, '
-                   'reboot and re-test.' % ', '.join(_figure(t) for t in bad), [t.get('subject') for t in bad], bad)]
+    return [_cause('gdr', 'GPUDirect RDMA is slow or failing while host-memory RDMA is fine (%s): check the node\'s GPUDirect path '
+                   '(nvidia_peermem loaded, or dma-buf with the open kernel modules), reboot and re-test.'
+                   % ', '.join(_figure(t) for t in bad), [t.get('subject') for t in bad], bad)]
 
 
 def rule_pfc_pause(results, _found):
@@ -789,6 +815,50 @@ def rule_jumbo_path(results, _found):
         return []
     return [_cause('jumbo_path', 'The jumbo-frame ping to the peer failed or was slow (%s): check that the MTU is 9000 on the node\'s '
                    'interface, the switch ports (9216) and the peer.' % '; '.join(t.get('as_printed') or _figure(t) for t in bad),
+                   [t.get('subject') for t in bad], bad)]
+
+
+GPU_PREREQUISITE_WORDS = {
+    'gdr_mode': 'GPUDirect RDMA has no path on this node',
+    'dcgm_hostengine': 'the DCGM host engine is not running',
+    'fabric_manager': 'the NVSwitch fabric is not ready (nvidia-fabricmanager)',
+    'persistence_mode': 'GPU persistence mode is off',
+    'pcie_acs': 'PCIe ACS redirects GPUDirect traffic through the root complex',
+}
+
+
+def prerequisite_rule(check):
+    """The rule of one GPU prerequisite: its cause is named after its check and explains the figures it kept from running."""
+    def rule(results, _found):
+        bad = results.findings_of((check,), (MARGINAL, REJECT, UNKNOWN))
+        if not bad:
+            return []
+        blocked = [t for t in results.tests if t.get('error_class') == GPU_PREREQUISITE and str(t.get('error') or '').startswith(check + ':')]
+        words = GPU_PREREQUISITE_WORDS[check]
+        detail = '%s: %s.' % (words[:1].upper() + words[1:], _details(bad))
+        if check == 'pcie_acs':
+            # GPUDirect through the root complex runs slow: the ACS finding explains that NIC's GPUDirect figure.
+            subjects = set(f.get('subject') for f in bad)
+            slowed = [t for t in results.tests_of(('gdr_bw',)) if t.get('subject') in subjects]
+            if slowed:
+                detail += ' It explains %s.' % ', '.join(_figure(t) for t in slowed)
+            return [_cause(check, detail, [f.get('subject') for f in bad], bad + slowed)]
+        if blocked:
+            detail += ' Not run because of it: %s; fix it on the node and re-run (no shortfall of the node was measured).' % ', '.join(
+                sorted(set('%s on %s' % (catalogue.label(t['metric']) if t.get('metric') in catalogue.METRICS else t.get('metric'),
+                                         t.get('subject') or 'the node') for t in blocked)))
+        return [_cause(check, detail, [f.get('subject') for f in bad], bad + blocked)]
+    return rule
+
+
+def rule_project_line(results, _found):
+    bad = [t for t in results.tests if t.get('reject_line') == PROJECT_SOURCE]
+    if not bad:
+        return []
+    return [_cause('project_line', '%s: past a reject line this project chose (%s), not one the runbook or the contract states: '
+                   'investigated here, not returned to the provider. A contract that wants such a node returned adopts the line '
+                   '(thresholds.<metric>.source: contract ...).' % (', '.join(_figure(t) for t in bad), '; '.join(
+                       sorted(set(str((t.get('threshold') or {}).get('source')) for t in bad)))),
                    [t.get('subject') for t in bad], bad)]
 
 
@@ -865,8 +935,10 @@ def rule_node_side_failure(results, _found):
 
 
 def rule_measurement_incomplete(results, _found):
-    tests = [t for t in results.tests if t.get('status') == UNKNOWN and t.get('error_side') != SIDE_NODE]
-    findings = [f for f in results.findings if f.get('status') == UNKNOWN]
+    # A figure a failed GPU prerequisite kept from running, and that prerequisite, have their own cause (rule_gpu_prerequisites).
+    tests = [t for t in results.tests if t.get('status') == UNKNOWN and t.get('error_side') != SIDE_NODE
+             and t.get('error_class') != GPU_PREREQUISITE]
+    findings = [f for f in results.findings if f.get('status') == UNKNOWN and f.get('check') not in GPU_PREREQUISITE_CHECKS]
     if not tests and not findings:
         return []
     lines = []
@@ -908,6 +980,12 @@ CAUSE_RULES = (
     CauseRule('nccl_socket_fallback', 'NCCL used another transport than the tier requires (tests.nccl.require_transport)', (),
               rule_nccl_socket_fallback),
     CauseRule('nccl_wrong_results', 'nccl-tests counted wrong results beyond the nccl_wrong threshold', (), rule_nccl_wrong_results),
+    CauseRule('gdr_mode', 'GPUDirect RDMA has no path on the node (perftest without CUDA or dma-buf, no nvidia_peermem)', (),
+              prerequisite_rule('gdr_mode')),
+    CauseRule('fabric_manager', 'the NVSwitch fabric handshake is not complete (nvidia-fabricmanager)', (), prerequisite_rule('fabric_manager')),
+    CauseRule('dcgm_hostengine', 'the DCGM host engine does not answer dcgmi', (), prerequisite_rule('dcgm_hostengine')),
+    CauseRule('persistence_mode', 'persistence mode is off on a GPU', (), prerequisite_rule('persistence_mode')),
+    CauseRule('pcie_acs', 'ACS redirects peer-to-peer traffic between a tested NIC and its GPUDirect GPU', (), prerequisite_rule('pcie_acs')),
     CauseRule('nccl_rails', 'NCCL used fewer HCAs on the node than the run tested (nccl_hcas_used below its per-rail line)', (),
               rule_nccl_rails),
     CauseRule('nccl_topology', 'NCCL bandwidth below healthy while every per-HCA figure (rdma_bw, gdr_bw) is healthy, NCCL used '
@@ -918,6 +996,8 @@ CAUSE_RULES = (
     CauseRule('jumbo_path', 'a ping-family figure (jumbo-frame loss or round trip) not healthy', (), rule_jumbo_path),
     CauseRule('host_configuration', 'a host or NIC configuration finding not already explained by platform_tuning', (),
               rule_host_configuration),
+    CauseRule('project_line', 'a figure past a reject line this project chose (source: project), graded marginal', (),
+              rule_project_line),
     # After the node's own faults and before what we could not measure: a sibling comparison is ours to look into.
     CauseRule(FLEET_OUTLIER, 'a figure that meets the contract lies far below its siblings\' (marked by policy/fleet.py)', (),
               rule_fleet_outlier),
@@ -948,7 +1028,8 @@ def unexplained(results, explained):
         detail = ('%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it and investigate '
                   'this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
                                    str(measured or entry.get('detail') or '?').strip(), entry.get('expected') or '?'))
-        causes.append({'cause': 'unexplained', 'detail': detail, 'subjects': [str(entry.get('subject'))] if entry.get('subject') else []})
+        causes.append({'cause': 'unexplained', 'detail': detail, 'subjects': [str(entry.get('subject'))] if entry.get('subject') else [],
+                       'returns_node': entry.get('status') == REJECT})
     return causes
 
 
@@ -956,7 +1037,8 @@ def likely_causes(tests, findings, cause_rules):
     """The likely causes, ordered as CAUSE_RULES lists them, then one per result no rule explains.
 
     ``tests``: graded measurements; ``findings``: preflight and test findings; ``cause_rules``: the tier profile's
-    ratios.  A rule may read the causes the rules before it named.  Returns [{cause, detail, subjects}].
+    ratios.  A rule may read the causes the rules before it named.  Returns [{cause, detail, subjects, returns_node}]:
+    ``returns_node`` is True for a cause that explains a reject (what a vendor letter may name), False otherwise.
     """
     results = Results(tests, findings, cause_rules)
     found = {}
@@ -964,6 +1046,7 @@ def likely_causes(tests, findings, cause_rules):
     explained = set()
     for rule in CAUSE_RULES:
         for cause, explains in rule.find(results, found):
+            cause['returns_node'] = any(e.get('status') == REJECT for e in explains)
             found.setdefault(cause['cause'], (cause, explains))
             causes.append(cause)
             explained.update(_key(e) for e in explains)

@@ -134,24 +134,54 @@ def test_a_playbook_that_is_pid_1_in_its_container_holds_its_leases(tmp_path, mo
     assert lease.controller_process(str(proc)) == (1, 5)
 
 
-def test_a_peer_two_nodes_suspect_leaves_the_pool_for_that_run_only(tmp_path):
+def test_a_peer_hca_two_nodes_failed_on_leaves_the_pool_for_that_run_only(tmp_path):
     folder = str(tmp_path / 'leases')
-    figures = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'first_value': 28.2, 'second_value': 47.0}]  # synthetic
+    figures = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'peer_device': 'mlx5_3', 'first_value': 28.2, 'second_value': 47.0}]  # synthetic
     assert lease.suspect(folder, 'peer01', RUN, 'node05', figures) == ['node05']
     assert lease.suspect(folder, 'peer01', RUN, 'node05', figures) == ['node05']  # once per node
     taken, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node06', 'run': RUN}, ttl=600, wait=0, suspect_limit=2)
     assert taken['peer'] == 'peer01'  # one suspicion is not enough
     lease.release(folder, 'peer01', {'node': 'node06', 'run': RUN})
     assert lease.suspect(folder, 'peer01', RUN, 'node07', figures) == ['node05', 'node07']
+    assert lease.suspected_hcas(folder, 'peer01', RUN) == {'mlx5_3': ['node05', 'node07']}
     assert lease.excluded(folder, ['peer01', 'peer02'], RUN, 2) == {'peer01': ['node05', 'node07']}
     taken, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node08', 'run': RUN}, ttl=600, wait=0, suspect_limit=2)
     assert taken['peer'] == 'peer02'
     lease.release(folder, 'peer02', {'node': 'node08', 'run': RUN})
-    gone, _waited = lease.acquire(folder, ['peer01'], {'node': 'node09', 'run': RUN}, ttl=600, wait=5, suspect_limit=2)
-    assert gone is None  # at once: waiting cannot bring a peer back into the pool
     later, _waited = lease.acquire(folder, ['peer01'], {'node': 'node09', 'run': '20261202T000000Z'}, ttl=600, wait=0, suspect_limit=2)
     assert later['peer'] == 'peer01'
     assert lease.excluded(folder, ['peer01'], RUN, 0) == {}
+
+
+def test_nodes_that_failed_on_different_hcas_of_a_peer_do_not_make_it_suspect(tmp_path):
+    folder = str(tmp_path / 'leases')
+    lease.suspect(folder, 'peer01', RUN, 'node05', [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'peer_device': 'mlx5_0'}])
+    lease.suspect(folder, 'peer01', RUN, 'node07', [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_4', 'peer_device': 'mlx5_4'}])
+    assert lease.excluded(folder, ['peer01', 'peer02'], RUN, 2) == {}
+    # Figures that name no peer HCA (all NICs at once, iperf3) count against the peer's link as a whole.
+    lease.suspect(folder, 'peer02', RUN, 'node05', [{'metric': 'all_nics_gbs', 'subject': 'all NICs'}])
+    lease.suspect(folder, 'peer02', RUN, 'node07', [{'metric': 'iperf3_gbps', 'subject': '10.0.0.2'}])
+    assert lease.excluded(folder, ['peer01', 'peer02'], RUN, 2) == {'peer02': ['node05', 'node07']}
+
+
+def test_suspicion_never_takes_the_last_peer_standing(tmp_path):
+    folder = str(tmp_path / 'leases')
+    figures = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'peer_device': 'mlx5_0'}]
+    for peer in ('peer01', 'peer02'):
+        for node in ('node05', 'node07', 'node09'):
+            if peer == 'peer01' or node != 'node09':
+                lease.suspect(folder, peer, RUN, node, figures)
+    # Both are suspect: the less suspected (peer02, two nodes against three) stays, the other leaves.
+    assert lease.left_pool(folder, ['peer01', 'peer02'], RUN, 2) == ({'peer01': ['node05', 'node07', 'node09']}, {})
+    taken, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node10', 'run': RUN}, ttl=600, wait=0, suspect_limit=2)
+    assert taken['peer'] == 'peer02'
+    lease.release(folder, 'peer02', {'node': 'node10', 'run': RUN})
+    # peer02 went away: peer01 is now the last one there and stays in the pool, however suspect.
+    lease.mark_lost(folder, 'peer02', RUN, 'node10', 'the clients of ib_send_bw:0', 'unreachable')
+    suspected, gone = lease.left_pool(folder, ['peer01', 'peer02'], RUN, 2)
+    assert 'peer01' not in suspected and list(gone) == ['peer02']
+    taken, _waited = lease.acquire(folder, ['peer01', 'peer02'], {'node': 'node11', 'run': RUN}, ttl=600, wait=0, suspect_limit=2)
+    assert taken['peer'] == 'peer01'
 
 
 def test_a_promoted_node_joins_the_pool_of_the_nodes_that_grow_it_after_the_known_good_peers(tmp_path):

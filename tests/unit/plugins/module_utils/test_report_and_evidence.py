@@ -211,3 +211,48 @@ def test_the_validation_textfile_has_every_node_its_bucket_and_whether_its_run_b
     assert samples[('netval_validation_run_incomplete', (('node', 'node03'),))] == 1
     assert samples[('netval_validation_run_incomplete', (('node', 'node01'),))] == 0
     assert samples[('netval_last_run_timestamp_seconds', (('node', 'node01'), ('playbook', 'validate')))] == 1764930000
+
+
+def letter_node():
+    """The runbook's letter case (synthetic): mlx5_0 at Gen4 and slow, the other NICs at Gen5, firmware uniform, a marginal host
+    finding and causes addressed to ourselves beside the ones that return the node."""
+    node = rejected_node()
+    node['findings'] += [
+        {'check': 'pcie_link', 'subject': 'mlx5_%d' % i, 'status': 'healthy', 'actual': 'LnkSta 32GT/s x16, LnkCap 32GT/s x16',
+         'detail': 'mlx5_%d LnkSta 32GT/s x16' % i} for i in range(1, 8)]
+    node['findings'] += [
+        {'check': 'firmware_uniform', 'subject': 'MT_0000000838', 'status': 'healthy', 'detail': 'NICs of model MT_0000000838 run firmware 28.39.2048'},
+        {'check': 'firmware_min_version', 'subject': '0000:1b:00.0', 'status': 'healthy', 'expected': '>= 28.39.1002'},
+        {'check': 'gpu_count', 'subject': 'gpus', 'status': 'healthy', 'detail': '8 GPUs visible'},
+        {'check': 'cmdline', 'subject': 'iommu=pt', 'status': 'marginal', 'detail': 'kernel cmdline lacks iommu=pt'}]
+    node['causes'] = [
+        {'cause': 'pcie_link', 'subjects': ['mlx5_0'], 'detail': 'PCIe link of mlx5_0: below capability', 'returns_node': True},
+        {'cause': 'single_nic_slow', 'subjects': ['mlx5_0'], 'returns_node': True,
+         'detail': 'mlx5_0 is slow: check its PCIe link (lspci LnkSta), the cable, mlxlink BER and the switch port'},
+        {'cause': 'host_configuration', 'subjects': ['iommu=pt'], 'returns_node': False, 'detail': 'Host configuration differs: fix it'},
+        {'cause': 'measurement_incomplete', 'subjects': ['mlx5_7'], 'returns_node': False,
+         'detail': 'Not everything could be measured; fix on our side and re-run'}]
+    node['cluster_id'] = 'eu-west-gpu-7'
+    node['support_contract'] = 'SC-2026-0415'
+    return node
+
+
+def test_letter_names_only_the_provider_side_of_what_returns_the_node():
+    letter = report.vendor_letter(letter_node())
+    assert ('Our reading of the pattern: a PCIe link below the contracted speed or width (mlx5_0); a NIC below the contracted '
+            'per-port RDMA throughput while the others meet it (mlx5_0).') in letter
+    for ours in ('check its PCIe link', 'switch port', 'fix on our side', 'Host configuration', 'iommu=pt', 're-run'):
+        assert ours not in letter, ours
+
+
+def test_letter_states_what_the_run_rules_out_and_closes_with_the_cluster_and_contract():
+    letter = report.vendor_letter(letter_node())
+    assert ('The same run shows: the other NICs (mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7) show LnkSta 32GT/s x16, '
+            'LnkCap 32GT/s x16; NICs of model MT_0000000838 run firmware 28.39.2048; every NIC runs at least the contracted '
+            'minimum firmware (\\>= 28.39.1002); 8 GPUs visible.') in letter
+    assert 'Cluster identifier eu-west-gpu-7; support contract SC-2026-0415 (attached).' in letter
+    node = letter_node()
+    del node['support_contract']
+    missing = report.vendor_letter(node)
+    assert ('[Cluster identifier and support contract: netval_support_contract not set in the inventory; add them before this '
+            'letter is sent.]') in missing
