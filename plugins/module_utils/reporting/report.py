@@ -12,6 +12,7 @@ letter: measured lines are pasted verbatim from the tools' raw output.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 from xml.sax.saxutils import escape, quoteattr
 
@@ -426,7 +427,7 @@ def summary_table(nodes, hosts=None, qualification=None):
 
 def _figure(value):
     """A measured figure as the summary writes it (7.26, not 7.260004679680001); anything else as it is."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float('inf'):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return catalogue.figure_text(value)
     return str(value)
 
