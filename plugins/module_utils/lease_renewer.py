@@ -93,17 +93,20 @@ def renew_all(leases, run, ttl):
     return renewed
 
 
-def renew_while(leases, run, ttl, alive, clock=time.time, sleep=time.sleep):
-    """Renew the run's leases every ttl / RENEWALS_PER_TTL seconds while ``alive()``; a backend that fails once is tried
-    again next time (the leases lapse only when it keeps failing for their ttl)."""
+def renew_while(leases, run, ttl, alive, clock=time.time, sleep=time.sleep, look_s=1.0):
+    """Renew the run's leases every ttl / RENEWALS_PER_TTL seconds while ``alive()``, looked at every ``look_s`` seconds
+    (the renewer ends soon after its run); a backend that fails once is tried again next time (the leases lapse only when
+    it keeps failing for their ttl)."""
     period = float(ttl) / RENEWALS_PER_TTL
+    due = clock()
     while alive():
-        started = clock()
-        try:
-            renew_all(leases, run, ttl)
-        except lease.LeaseError as exc:
-            sys.stderr.write('lease renewer of %s: %s\n' % (run, exc))
-        sleep(max(0.05, period - (clock() - started)))
+        if clock() >= due:
+            due = clock() + period
+            try:
+                renew_all(leases, run, ttl)
+            except lease.LeaseError as exc:
+                sys.stderr.write('lease renewer of %s: %s\n' % (run, exc))
+        sleep(max(0.05, min(look_s, due - clock())))
 
 
 def controller_alive(pid, started, proc='/proc'):
