@@ -56,11 +56,12 @@ def same_holder(lease, holder):
 
 
 def lapsed(lease, now=None):
-    """Whether ``lease`` no longer protects anyone: none, or its renewal deadline has passed."""
+    """Whether ``lease`` no longer protects anyone: none, or its renewal deadline has passed (a lease an earlier version
+    wrote has its ``expires`` instead; one with neither was not written by a holder and protects no one)."""
     if lease is None:
         return True
-    deadline = lease.get('deadline')
-    return deadline is not None and (time.time() if now is None else now) > float(deadline)
+    deadline = lease.get('deadline', lease.get('expires'))
+    return deadline is None or (time.time() if now is None else now) > float(deadline)
 
 
 def new_lease(peer, holder, ttl, now, acquired=None):
@@ -375,7 +376,7 @@ def pool(folder, peers, holder, grow=False):
     return found
 
 
-def acquire(leases, folder, peers, holder, ttl, wait, poll=0.5, clock=time.time, sleep=time.sleep, suspect_limit=0, grow=False):
+def acquire(leases, folder, peers, holder, ttl, wait, poll=0.2, clock=time.time, sleep=time.sleep, suspect_limit=0, grow=False):
     """The first of ``peers`` (in preference order) whose lease ``holder`` takes in ``leases``, trying for up to ``wait``
     seconds; ``folder`` holds the run's records.
 

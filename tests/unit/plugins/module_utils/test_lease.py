@@ -104,6 +104,12 @@ def test_the_lease_folder_decides_by_the_deadline_alone_not_by_a_process(tmp_pat
     assert leases.take('peer01', {'node': 'node02', 'run': OTHER_RUN}, 120, now=211)['node'] == 'node02'
 
 
+def test_a_lease_an_earlier_version_wrote_lapses_at_its_expiry_and_a_record_without_a_deadline_protects_no_one():
+    old = {'node': 'node01', 'run': '20261130T000000Z', 'peer': 'peer01', 'acquired': 0, 'expires': 7200, 'controller_pid': 4242}
+    assert not lease.lapsed(old, now=7000) and lease.lapsed(old, now=7201)
+    assert lease.lapsed({'node': 'node01', 'run': RUN, 'peer': 'peer01'}, now=0)
+
+
 def test_a_lease_file_that_cannot_be_read_counts_as_held_for_a_minute(tmp_path):
     folder = tmp_path / 'leases'
     folder.mkdir()
