@@ -60,7 +60,7 @@ class RedisError(Exception):
     """A reply the server sent as an error (``-ERR ...``)."""
 
 
-def parse_url(url):
+def url_settings(url):
     """{host, port, db, username, password, tls} of a redis:// or rediss:// URL, or LeaseError naming what is wrong."""
     try:
         parts = urlsplit(url)
@@ -94,7 +94,7 @@ class RedisClient(object):
 
     def __init__(self, url, timeout=10.0):
         self.url = redacted(url)
-        self.settings = parse_url(url)
+        self.settings = url_settings(url)
         self.timeout = timeout
         self._socket = None
         self._reader = None

@@ -157,13 +157,13 @@ def test_a_redis_that_refuses_or_cannot_be_reached_is_a_lease_error_that_never_s
                                                'password': 's@cret'}),
 ])
 def test_a_redis_url_names_the_server_the_database_and_the_credentials(url, expected):
-    assert lease_redis.parse_url(url) == expected
+    assert lease_redis.url_settings(url) == expected
 
 
 @pytest.mark.parametrize('url', ['http://redis.example', 'redis://', 'redis://redis.example/x', 'redis://redis.example:99999'])
 def test_a_url_that_is_not_redis_is_refused_by_name(url):
     with pytest.raises(lease.LeaseError, match='lease backend'):
-        lease_redis.parse_url(url)
+        lease_redis.url_settings(url)
 
 
 def test_the_redacted_url_keeps_everything_but_the_password():
