@@ -287,6 +287,38 @@ def bound_s(nodes_count, peers_count, peer_test, local_test, promote=False):
     return max(rounds * peer_test, local_test + peer_test)
 
 
+def time_spent(doc, hosts=None):
+    """Where a run's wall time goes, from its timeline: each play's span (its first task start to its last task end, in
+    the order the plays ran), the median peer hold's seconds beyond the test tasks inside it (the calls, set_facts and
+    includes of a pass), the seconds with no lease held by any node between the first take and the last give-back (the
+    peers idle: handovers and starts), and after the last give-back.  {plays: [(name, seconds)], hold_extra_s,
+    peers_idle_s, after_last_hold_s}."""
+    records = task_timeline.check_timeline(doc)['records']
+    plays, order = {}, []
+    for record in records:
+        play = record.get('play')
+        if play not in plays:
+            order.append(play)
+            plays[play] = [record['start'], record['end']]
+        plays[play] = [min(plays[play][0], record['start']), max(plays[play][1], record['end'])]
+    spans = lease_hold_spans(doc, hosts)
+    extras = []
+    for host, found in spans.items():
+        own = [record for record in records if record['host'] == host and task_timeline.is_test_task(record)]
+        for begin, end in found:
+            tested = sum(max(0.0, min(end, r['end']) - max(begin, r['start'])) for r in own if r['end'] > begin and r['start'] < end)
+            extras.append(max(0.0, (end - begin) - tested))
+    holds = sorted(span for found in spans.values() for span in found)
+    idle = after = None
+    if holds:
+        held = task_timeline._union_length(holds)  # pylint: disable=protected-access
+        first, last = holds[0][0], max(end for _start, end in holds)
+        idle = max(0.0, (last - first) - held)
+        after = max(0.0, float(doc['playbook_end']) - last)
+    return {'plays': [(play, plays[play][1] - plays[play][0]) for play in order], 'hold_extra_s': median(extras),
+            'peers_idle_s': idle, 'after_last_hold_s': after}
+
+
 def promoted_in_timeline(doc, nodes):
     """[(host, other)] for every record of a new node delegated to another new node (``nodes``: the new nodes' names):
     what a promoted node serving as a peer looks like in the timeline."""
@@ -484,6 +516,7 @@ def figures(doc, nodes_count, peers_count, intervals, hosts=None, promote=False)
         'bound_s': bound,
         'ratio_to_bound': ratio(wall, bound),
         'bound_rounds': promotion_rounds(nodes_count, peers_count) if promote else queue_rounds(nodes_count, peers_count),
+        'time_spent': time_spent(doc, set(hosts) if hosts is not None else None),
         'forks': (doc.get('controller') or {}).get('forks'),
         'hosts': rows,
     }
@@ -558,6 +591,12 @@ def cell_lines(figs):
             figs.get('handovers') or 0, figs.get('peer_sessions', '-'), figs.get('peer_sessions_unattributed', '-'),
             '; promoted: %s' % ', '.join('%s<->%s' % tuple(pair) for pair in figs['promoted']) if figs.get('promoted') else ''),
     ]
+    spent = figs.get('time_spent')
+    if spent:
+        lines.append('  time spent: %s; a hold beyond its tests %s s (median); no peer held between the first take and the last '
+                     'give-back %s s; after the last give-back %s s' % (
+                         ', '.join('%s %s s' % (play, number(seconds)) for play, seconds in spent['plays']),
+                         number(spent['hold_extra_s']), number(spent['peers_idle_s']), number(spent['after_last_hold_s'])))
     if figs.get('scale') is not None:
         lines.append('  simulated at scale %g: %s; controller tree PSS peak %s MiB' % (
             figs['scale'], figs.get('reported') or 'no summary', number(figs.get('controller_tree_pss_peak_mib'))))

@@ -9,8 +9,8 @@ the scale (NETVAL_SIM_SCALE, 0.01 by default).  So ansible-playbook, its workers
 and the reports do all their real work for as many hosts as wanted, and only the hosts are cheap.
 
 What a simulated run writes under NETVAL_SIM_DIR: hosts.json (roles and fabric addresses, from write_inventory),
-ledger.jsonl (one line per test session a node ran against another host: who, on whom, from when to when, for the
-peer overlap), files/<host>/... (what was put on or fetched from a host: the evidence bundles).
+ledger.jsonl (one line per measuring call of a node's tests: the node, the host it was measured against, from when to
+when, for the peer overlap), files/<host>/... (what was put on or fetched from a host: the evidence bundles).
 
 Recording (the netval_record connection, a wrapper of ssh): every module call's module, arguments, result and seconds,
 and every file fetched, one JSON line each in NETVAL_SIM_RECORD.  ``compile_recording`` turns those lines into the
@@ -290,13 +290,42 @@ def _place_bundle(host, call, result):
     result['tarball_sha256'] = hashlib.sha256(data).hexdigest()
 
 
-def _ledger(host, module, params, start, end):
-    if module not in SESSION_MODULES or params.get('state') == 'stopped':
-        return
+# tier_tests' defaults: a node's perftest ports are [18515 + 32 x slot, ...), its iperf3 port 5201 + slot, its slot its
+# place among the run's sorted nodes.
+PERFTEST_PORT_BASE, PORTS_PER_NODE, IPERF3_PORT_BASE = 18515, 32, 5201
+
+
+def _node_of_port(short, params):
+    """The node whose tests a perftest or iperf3 call is, by the port block of its slot."""
+    ports = [item.get('port') for item in params.get('sessions') or [] if isinstance(item, dict)] + [params.get('port')]
+    ports = [port for port in ports if isinstance(port, int)]
+    if not ports:
+        return None
+    slot = (ports[0] - PERFTEST_PORT_BASE) // PORTS_PER_NODE if short == 'perftest' else ports[0] - IPERF3_PORT_BASE
+    nodes = sorted(host for host, info in _state()['hosts']['hosts'].items() if info['role'] == 'new')
+    return nodes[slot] if 0 <= slot < len(nodes) else None
+
+
+def session_of(host, module, params):
+    """(node under test, the host it is measured against) of a call that measures (a perftest or iperf3 client, a ping,
+    nccl-tests), else None.  A perftest or iperf3 client runs on either end (the node receives): its port names the node."""
+    short = module.rsplit('.', 1)[-1]
+    if module not in SESSION_MODULES or (short in ('perftest', 'iperf3') and params.get('role') != 'client'):
+        return None
     other = peer_of(host, params)
     if other is None:
+        return None
+    node = _node_of_port(short, params) if short in ('perftest', 'iperf3') else host
+    if node not in (host, other):
+        return None
+    return node, other if node == host else host
+
+
+def _ledger(host, module, params, start, end):
+    found = session_of(host, module, params)
+    if found is None:
         return
-    line = json.dumps({'node': host, 'on': other, 'module': module, 'start': start, 'end': end}) + '\n'
+    line = json.dumps({'node': found[0], 'on': found[1], 'module': module, 'start': start, 'end': end}) + '\n'
     with open(os.path.join(_state()['folder'], 'ledger.jsonl'), 'a', encoding='utf-8') as handle:
         handle.write(line)
 

@@ -418,7 +418,10 @@ def test_matrix_and_cell_tables():
     assert 'overhead_per_node_s=5.50' in cell[1]
     assert cell[2].startswith('  bound_s=20.00 ')
     assert cell[3].startswith('  per_node_peer_s=12.00 (peer hold 11.00 + handover 1.00 over 2 waiting lease(s))')
-    assert cell[4].split('\n')[2].split() == ['node01', '32.00', '18.00', '10.00', '1.00', '11.00', '7.00']
+    # plays 0..3, 3..28 and 30..32; each hold 11 s for 10 s of tests; holds 3.5..14.5 and 15.5..26.5; the run ends at 33
+    assert cell[4] == ('  time spent: Preflight 3.00 s, Measure 25.00 s, Report 2.00 s; a hold beyond its tests 1.00 s (median); '
+                       'no peer held between the first take and the last give-back 1.00 s; after the last give-back 6.50 s')
+    assert cell[5].split('\n')[2].split() == ['node01', '32.00', '18.00', '10.00', '1.00', '11.00', '7.00']
 
 
 def test_command_lines_and_environment():

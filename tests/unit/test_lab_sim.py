@@ -21,7 +21,7 @@ module_fqn='ansible_collections.gpufleet.netval.plugins.modules.perftest',
 profile='legacy',
 date_time=datetime.datetime(2026, 12, 5, 0, 0),
 rlimit_nofile=0,
-params='{"ANSIBLE_MODULE_ARGS": {"test": "ib_write_bw", "role": "client", "server": "10.200.0.2", "port": 18547, "_ansible_check_mode": false}}',
+params='{"ANSIBLE_MODULE_ARGS": {"test": "ib_write_bw", "role": "client", "server": "10.200.0.2", "port": 18515, "_ansible_check_mode": false}}',
 extensions={},
 )
 '''
@@ -55,7 +55,7 @@ def fleet(tmp_path, monkeypatch):
 def test_a_module_call_is_read_off_the_wrapper_and_anything_else_is_a_command():
     module, params = sim.parse_ansiballz(WRAPPER)
     assert module == 'gpufleet.netval.perftest'
-    assert params == {'test': 'ib_write_bw', 'role': 'client', 'server': '10.200.0.2', 'port': 18547}  # _ansible_* left out
+    assert params == {'test': 'ib_write_bw', 'role': 'client', 'server': '10.200.0.2', 'port': 18515}  # _ansible_* left out
     assert sim.parse_ansiballz(b'/bin/sh -c "echo ~ && sleep 0"') == (None, None)
 
 
@@ -103,11 +103,17 @@ def test_a_module_the_recording_never_saw_fails_the_call_with_a_reason_not_a_tra
     assert rc == 0 and result['failed'] and result['msg'] == 'netval sim: the recording has no call of gpufleet.netval.nccl_tests'
 
 
-def test_the_ledger_holds_a_nodes_sessions_on_the_host_it_measured_and_on_itself(fleet):
-    peer = json.loads((fleet / 'hosts.json').read_text())['hosts']['peer01']['fabric_ip']
-    wrapper = WRAPPER.replace(b'10.200.0.2', peer.encode())
+def test_the_ledger_holds_a_nodes_measuring_calls_on_the_host_it_measured_and_on_itself(fleet):
+    hosts = json.loads((fleet / 'hosts.json').read_text())['hosts']
+    peer, node02 = hosts['peer01']['fabric_ip'], hosts['node02']['fabric_ip']
+    wrapper = WRAPPER.replace(b'10.200.0.2', peer.encode())   # node01 (slot 0, port 18515) measures peer01
     sim.execute('node01', 'python3', wrapper)
-    sim.execute('peer01', 'python3', wrapper.replace(b'"role": "client", "server": "%s", ' % peer.encode(), b'"role": "server", '))
+    # peer01's client to node02's server: node02 receives, its slot's port (18515 + 32) names it
+    sim.execute('peer01', 'python3', WRAPPER.replace(b'10.200.0.2', node02.encode()).replace(b'18515', b'18547'))
+    sim.execute('peer01', 'python3', wrapper.replace(b'"role": "client", "server": "%s", ' % peer.encode(), b'"role": "server", '))  # no session
     intervals = sim.ledger_intervals(str(fleet))
-    assert [(host, node) for host, _hca, node, _start, _end in intervals] == [('peer01', 'node01'), ('node01', 'node01')]
+    assert [(host, node) for host, _hca, node, _start, _end in intervals] == [('peer01', 'node01'), ('node01', 'node01'),
+                                                                             ('peer01', 'node02'), ('node02', 'node02')]
     assert all(end >= start for _host, _hca, _node, start, end in intervals)
+    assert sim.session_of('node01', 'gpufleet.netval.jumbo_ping', {'dest': peer}) == ('node01', 'peer01')
+    assert sim.session_of('node01', 'gpufleet.netval.rdma_info', {'dest': peer}) is None
