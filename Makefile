@@ -18,9 +18,10 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 # Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality;
-# shellcheck: ansible-test sanity's shellcheck test, skipped without it).
-APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium shellcheck \
-	redis-server
+# shellcheck: ansible-test sanity's shellcheck test, skipped without it; openmpi-bin: the lab launches NCCL with the real
+# mpirun and orted over SSH; redis-server: the shared peer-lease backend in the tests).
+APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium \
+                shellcheck openmpi-bin util-linux redis-server
 
 PROFILE ?= healthy-400g
 NODES ?= 2
@@ -96,8 +97,9 @@ quality: deps
 sanity: deps
 	scripts/ansible_test.sh sanity --venv --python $(MAIN_PYTHON)
 
+# An Ansible home of its own: ansible-lint also resolves modules from ~/.ansible/collections (stale copies live there).
 lint: deps
-	$(BIN)/ansible-lint --profile production
+	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-home/lint $(BIN)/ansible-lint --profile production
 
 build: deps
 	mkdir -p build && $(BIN)/ansible-galaxy collection build --force --output-path build .

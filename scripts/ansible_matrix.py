@@ -27,6 +27,15 @@ def checks(venv, python):
     ]
 
 
+def check_env(version, name):
+    """What one check adds to the environment: ansible-lint gets an Ansible home of its own, since it also resolves
+    modules from ~/.ansible/collections, where any other checkout (or an old molecule prerun) may have left a stale copy
+    of this collection that hides newer modules."""
+    if name != 'lint':
+        return {}
+    return {'ANSIBLE_HOME': os.path.join(ROOT, '.cache', 'ansible-home', version)}
+
+
 def core_version(venv):
     out = subprocess.run([os.path.join(venv, 'bin', 'python'), '-c', 'import ansible; print(ansible.__version__)'],
                          stdout=subprocess.PIPE, universal_newlines=True, check=True)
@@ -43,7 +52,7 @@ def run_version(venv, python):
         log = os.path.join(LOGS, 'ansible-%s-%s.log' % (version, name))
         started = time.time()
         with open(log, 'w', encoding='utf-8') as handle:
-            rc = subprocess.run(argv, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False).returncode
+            rc = subprocess.run(argv, cwd=ROOT, env=dict(env, **check_env(version, name)), stdout=handle, stderr=subprocess.STDOUT, check=False).returncode
         with open(log, encoding='utf-8', errors='replace') as handle:
             lines = [line.rstrip() for line in handle if line.strip()]
         # A sanity test ansible-test skipped for a missing program (shellcheck) is not a pass.

@@ -226,7 +226,9 @@ def build(lab, profile, hardware, node_profiles=None):
         host_info['dcgmi_seconds'] = lab.get('dcgmi_seconds')
         state = hardware.materialize((node_profiles or {}).get(host, profile), host, info['role'], info['node_dir'], host_info)
         info['hardware'] = summarize_state(state)
-    netns.write_known_hosts([lab['hosts'][h]['mgmt_ip'] for h in lab['order']])
+    for host in lab['order']:
+        netns.prepare_host_ssh(host)
+    netns.write_known_hosts(dict((h, lab['hosts'][h]['mgmt_ip']) for h in lab['order']))
     for host in lab['order']:
         netns.write_sshd_config(host, lab['hosts'][host]['mgmt_ip'])
         lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)

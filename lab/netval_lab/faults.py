@@ -125,6 +125,19 @@ def _module_crash(target):
     return {}
 
 
+def _restore_tools(lab):
+    for host in lab['order']:
+        netns.restore_tools(host)
+
+
+@real_fault('orted-missing', "Open MPI's daemon is not on the peer at the node's prefix: an overlay over /usr/bin in the peer's own mount "
+                             "namespace with orted removed; the node's mpirun fails to start it there", clear=_restore_tools)
+def _orted_missing(target):
+    # Open MPI's daemon is not where the node's mpirun starts it on the peer (its prefix): the launcher breaks there.
+    netns.hide_tool(target.peer, netns.HIDDEN_TOOL)
+    return {'hidden': '/usr/bin/' + netns.HIDDEN_TOOL}
+
+
 def _stop_pidfiles(name):
     def stop(lab):
         for host in lab['order']:

@@ -30,8 +30,9 @@ TOOLS = (
     'mstflint', 'mlxlink', 'mstlink', 'nvidia-smi', 'dcgmi',
     'ib_send_bw', 'ib_write_bw', 'ib_read_bw', 'ib_send_lat', 'ib_write_lat', 'ib_read_lat',
     'all_reduce_perf', 'all_gather_perf', 'reduce_scatter_perf', 'broadcast_perf', 'reduce_perf', 'alltoall_perf',
-    'sendrecv_perf', 'mpirun', 'journalctl', 'dmesg', 'ethtool',
+    'sendrecv_perf', 'journalctl', 'dmesg', 'ethtool',
 )
+# mpirun is not among them: the lab launches NCCL with the real Open MPI (Debian's openmpi-bin), over the lab's real SSH.
 
 # Faults this module emulates (others, such as link-flap, are real and belong to lab-infra).
 # A degraded NIC on a known-good peer (fault peer-nic-slow): its first HCA carries this fraction of its bandwidth.

@@ -107,6 +107,8 @@ def host_vars(lab, host, unpinned=False):
         'netval_sysfs_root': os.path.join(ndir, 'sys'),
         'netval_procfs_root': os.path.join(ndir, 'proc'),
         'netval_tier': lab['tier'],
+        # The host's own sshd host key (netns.host_key_path), where a site's is /etc/ssh/ssh_host_*_key.pub.
+        'netval_ssh_host_keys': [os.path.join(ndir, 'ssh', 'ssh_host_ed25519_key.pub')],
     })
     links = [link for link in lab['links'] if host in (link['node'], link['peer'])]
     if info['role'] == 'new':

@@ -38,6 +38,10 @@ DEFAULTS = {
     # all: every enabled test; peer: only those that need a peer (under its lease); local: only those that do
     # not (while the node waits for a peer, or after it gave it back).
     'phase': 'all',
+    # The site's RDMA traffic class (netval_roce_tclass), shared with perftest: NCCL_IB_TC; None leaves NCCL's default.
+    'traffic_class': None,
+    # The NCCL variables the operator sets himself (netval_nccl_env): the plan leaves those settings to him.
+    'nccl_env_names': [],
 }
 PHASES = ('all', 'peer', 'local')
 # The runbook's direction: the node receives (its server, the peer's client), so the node's rings, IRQs and
@@ -73,6 +77,9 @@ def _options(options):
             raise PlanError('plan option %s must not be negative, got %r' % (key, merged[key]))
     if merged['phase'] not in PHASES:
         raise PlanError('plan option phase must be one of %s, got %r' % (', '.join(PHASES), merged['phase']))
+    tclass = merged['traffic_class']
+    if tclass is not None and (isinstance(tclass, bool) or not isinstance(tclass, int) or not 0 <= tclass <= 255):
+        raise PlanError('plan option traffic_class (netval_roce_tclass) must be a whole number from 0 to 255, got %r' % (tclass,))
     return merged
 
 
@@ -237,7 +244,8 @@ def _plan_node_test(entry, params, pairs, options, iperf3_port, expected):
     run = {'test': entry['name'], 'module': module, 'metrics': list(entry['metrics']), 'metric': entry['metrics'][0],
            'duration': duration, 'timeout': _timeout(module, duration, params, options), 'peer_address': options['peer_address'],
            'subject': NODE_SUBJECTS.get(module, options['peer_address'])}
-    run.update(dict((k, v) for k, v in params.items() if k not in ('enabled', 'ungraded', 'duration', 'directions')))
+    run.update(dict((k, v) for k, v in params.items()
+                    if k not in ('enabled', 'ungraded', 'duration', 'directions') and k not in NCCL_PLANNED))
     if entry['ports'] == catalogue.PORTS_IPERF3:
         # One server on the node; the peer's client runs once per direction (-R makes the node send).
         ways = []
@@ -252,13 +260,64 @@ def _plan_node_test(entry, params, pairs, options, iperf3_port, expected):
         for metric in entry['metrics']:
             expected.append(_expect(metric, run['subject']))
     elif module == 'nccl_tests':
-        run['ib_hca'] = sorted(set([p['device'] for p in pairs] + [p['peer_device'] for p in pairs]))
-        run['socket_ifname'] = sorted(set(n for p in pairs for n in (p.get('netdev'), p.get('peer_netdev')) if n))
+        run.update(nccl_settings(pairs, options))
         for metric in entry['metrics']:
             expected.append(_expect(metric, run['subject']))
     elif module == 'dcgmi_diag':
         expected.append(_expect('dcgmi_diag', None))
     return [run]
+
+
+# NCCL settings the plan decides from the tested rails; a profile that names them (an older contract's gid_index: 3) is
+# not followed: they come from the ports themselves, or from the operator's netval_nccl_env.
+NCCL_PLANNED = {'ib_hca': 'NCCL_IB_HCA', 'gid_index': 'NCCL_IB_GID_INDEX', 'ib_tc': 'NCCL_IB_TC'}
+
+
+def nccl_hca_list(pairs):
+    """NCCL_IB_HCA's items for the tested rails: every node and peer HCA of the pairs with its port (``mlx5_0:1``),
+    each once, sorted.  The nccl_tests module writes them in NCCL's exact form (``=mlx5_0:1,...``): a bare ``mlx5_1``
+    would also select mlx5_10 and mlx5_11 (NCCL matches prefixes)."""
+    items = set()
+    for pair in pairs:
+        for device, port in ((pair.get('device'), pair.get('ib_port')), (pair.get('peer_device'), pair.get('peer_ib_port'))):
+            if device:
+                items.add('%s:%s' % (device, port or 1))
+    return sorted(items)
+
+
+def nccl_gid_index(pairs):
+    """(NCCL_IB_GID_INDEX, why it is left unset) from the GID index each box reports for each tested port.
+
+    NCCL takes one index for every port of a rank: set it when every tested RoCE port of both boxes reports the same
+    RoCE v2 IPv4 GID index; InfiniBand ports have none (unset); ports that differ leave it unset, and NCCL 2.21 and
+    later then pick each port's RoCE v2 IPv4 GID themselves."""
+    indexes = [index for pair in pairs for index in (pair.get('gid_index'), pair.get('peer_gid_index'))]
+    reported = sorted(set(index for index in indexes if index is not None))
+    if not reported:
+        return None, None
+    if len(reported) == 1 and None not in indexes:
+        return reported[0], None
+    shown = ', '.join('%s %s / %s %s' % (p.get('device'), p.get('gid_index'), p.get('peer_device'), p.get('peer_gid_index'))
+                      for p in pairs)
+    return None, ('the tested RoCE ports report different RoCE v2 GID indexes (node / peer: %s): NCCL_IB_GID_INDEX is left '
+                  'unset, so NCCL (2.21 or later) picks each port\'s RoCE v2 IPv4 GID' % shown)
+
+
+def nccl_settings(pairs, options):
+    """The NCCL run's settings from the tested rails (the pairs the per-HCA tests use): ``ib_hca`` (exact items),
+    ``rails`` (the node's HCAs NCCL must use), ``gid_index`` and ``gid_note``, ``ib_tc`` (the site's traffic class),
+    ``rail_netdevs`` (both ends' netdevs, whose addresses pin Open MPI's own traffic) and ``operator_env`` (the
+    settings left to the operator's netval_nccl_env)."""
+    gid_index, gid_note = nccl_gid_index(pairs)
+    settings = {'ib_hca': nccl_hca_list(pairs), 'gid_index': gid_index, 'gid_note': gid_note, 'ib_tc': options['traffic_class'],
+                'rails': len(set((p.get('device'), p.get('ib_port') or 1) for p in pairs)),
+                'rail_netdevs': sorted(set(n for p in pairs for n in (p.get('netdev'), p.get('peer_netdev')) if n))}
+    names = set(options.get('nccl_env_names') or [])
+    settings['operator_env'] = sorted(variable for key, variable in NCCL_PLANNED.items() if variable in names)
+    for key, variable in NCCL_PLANNED.items():
+        if variable in names:
+            settings[key] = None
+    return settings
 
 
 def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None):

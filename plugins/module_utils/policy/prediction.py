@@ -68,6 +68,10 @@ def check_costs(costs):
     return checked
 
 
+# Module calls a test makes beside its runs: iperf3 starts and stops the node's server; nccl-tests checks the launcher on
+# both boxes, trusts its key on the peer, gives the node the key and checks the session, and removes both (the key itself
+# is made in the controller's worker: no module).
+LAUNCH_CALLS = {'iperf3': 2, 'nccl_tests': 6}
 # The modules whose sessions last the planned duration; the others (ping by count, nccl-tests by iterations, dcgmi by level)
 # take their typical time from the costs.
 TIMED_MODULES = ('perftest', 'iperf3')
@@ -108,7 +112,7 @@ def plan_seconds(plan, costs):
             sessions = runs
             seconds = max(_session_s(client, module, costs) for client in runs[0]['clients'])
         else:
-            calls = len(runs) + (2 if module == 'iperf3' else 0)  # iperf3: the node's server started and stopped
+            calls = len(runs) + LAUNCH_CALLS.get(module, 0)
             sessions = runs
             seconds = sum(_session_s(run, module, costs) for run in runs)
         out[key] += seconds + calls * costs['call_s']

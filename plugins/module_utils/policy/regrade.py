@@ -118,7 +118,9 @@ def _nccl(test, text, profile):
     except ParseError as exc:
         return [_unreadable(test, 'nccl-tests', exc)], None
     at_bytes = ((profile.get('tests') or {}).get('nccl') or {}).get('at_bytes')
-    found = measurements.nccl(dict(parsed, stdout=text, cmd=test.get('cmd')), test.get('subject'), test.get('peer'), at_bytes)
+    # The bundle keeps the rails the run tested on each entry; the HCAs NCCL used are rank 0's (the node under test).
+    result = dict(parsed, stdout=text, cmd=test.get('cmd'), local_ib_hcas=nccl.local_hcas(parsed))
+    found = measurements.nccl(result, test.get('subject'), test.get('peer'), at_bytes, test.get('rails'))
     mine = [_keep_ids(entry, test) for entry in found if entry.get('metric') == test['metric']]
     return mine or [_unreadable(test, 'nccl-tests', 'no %s figure in it' % test['metric'])], parsed.get('transport')
 

@@ -32,9 +32,24 @@ def profile():
     resolved = drift_samples.profile()
     for name in ('jumbo_ping', 'gdr', 'all_nics', 'dcgmi'):
         resolved['tests'][name]['enabled'] = False
-    # The real nccl-tests output was captured without NCCL_DEBUG=INFO: this contract asks for no transport.
+    # The real nccl-tests table was captured without NCCL_DEBUG=INFO: this contract asks for no transport and no GPUDirect
+    # (NCCL_INFO_HEAD below names the HCAs only).
     resolved['tests']['nccl']['require_transport'] = None
+    resolved['tests']['nccl']['require_gdr'] = None
     return resolved
+
+
+# synthetic: the device list and NET/IB line NCCL_DEBUG=INFO prints (real formats: nccl-tests #29, #293), put before the
+# real table so the bundle names the 8 HCAs NCCL used on the node (rank 0's host).
+NCCL_INFO_HEAD = '''# Using devices
+#  Rank  0 Group  0 Pid  40211 on     node01 device  0 [0x1b] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  38876 on     peer01 device  0 [0x1b] NVIDIA H100 80GB HBM3
+node01:40211:40230 [0] NCCL INFO NET/IB : Using %s ; OOB eth0:10.0.0.11<0>
+''' % ' '.join('[%d]%s:1/RoCE' % (i, hca) for i, hca in enumerate(HCAS))
+
+
+def nccl_text():
+    return NCCL_INFO_HEAD + fixtures.local(NCCL)
 
 
 def stricter():
@@ -55,8 +70,9 @@ def measured(perftest_text=None):
     text = fixtures.local(IPERF3)
     run = {'test': 'iperf3', 'metric': 'iperf3_gbps', 'subject': '10.0.0.2', 'id': 'iperf3_gbps:10.0.0.2', 'direction': 'receive'}
     found.extend(measurements.run_measurements(dict(iperf3.parse_iperf3(text), stdout=text, cmd='iperf3 -c 10.0.0.2 -J -P 4'), run, 'peer01'))
-    text = fixtures.local(NCCL)
+    text = nccl_text()
     parsed = nccl.parse_nccl_tests(text)
+    parsed['local_ib_hcas'] = nccl.local_hcas(parsed, 'node01')
     run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': profile()['tests']['nccl'].get('at_bytes')}
     found.extend(measurements.run_measurements(dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf -b 512M -e 8G'), run, 'peer01'))
     return found, parsed['transport']

@@ -65,11 +65,18 @@ def kernel_findings(name):
     return measurements.link_flap_findings({'kernel_log': kernel_log.parse_kernel_log(fixtures.local(name))})
 
 
-def nccl_figures(name, at_bytes=8589934592):
+def nccl_figures(name, at_bytes=8589934592, rails=2, **result):
+    """The NCCL figures of a real-shaped log, as the nccl_tests module returns it on its host gpu-a (its local_ib_hcas)."""
     text = fixtures.local(name)
     parsed = nccl.parse_nccl_tests(text)
-    run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': at_bytes}
-    return measurements.run_measurements(dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf'), run), parsed['transport']
+    run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': at_bytes, 'rails': rails}
+    module_result = dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf', local_host='gpu-a',
+                         local_ib_hcas=nccl.local_hcas(parsed, 'gpu-a'))
+    module_result.update(result)
+    return measurements.run_measurements(module_result, run), parsed['transport']
+
+
+IB_LOG = 'nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt'
 
 
 def dcgmi_figures(name, shared=False):
@@ -186,11 +193,25 @@ CASES = {
         ['rocep1s0f0'], ['rocep1s0f0 runs at 14.2 Gb/s', 'power-drain'],
         lambda: run([figure('ib_write_bw_gbps', 'rocep1s0f0', 25.0)], profile=PAIR)),
     'nccl_socket_fallback': (
-        lambda: run(nccl_figures('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')[0],
+        lambda: run(rdma([47.0] * 2) + nccl_figures('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')[0],
                     context={'nccl_transport': 'Socket'}),
-        ['all_reduce'], ['NET/Socket', 'not NET/IB', 'NCCL_IB_HCA'],
-        lambda: run(nccl_figures('nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt')[0],
-                    context={'nccl_transport': 'IB'})),
+        ['all_reduce'], ['NET/Socket', 'not NET/IB', 'every HCA of the node passed', 'GID table'],
+        # The nearest: the same fallback where the node's HCAs did not prove IB usable (one failed its own test) is ours.
+        lambda: run(rdma([47.0, 30.0]) + nccl_figures('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')[0],
+                    context={'nccl_transport': 'Socket'})),
+    'nccl_rails': (
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG, local_ib_hcas=['mlx5_0'])[0], context={'nccl_transport': 'IB'}),
+        ['all_reduce'], ['NCCL used 1 of the 2 HCAs', 'NCCL WARN', 'NCCL_DEBUG_SUBSYS=INIT,NET'],
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG)[0], context={'nccl_transport': 'IB'})),
+    'nccl_topology': (
+        # Two 400G rails at 46 GB/s of busbw: under 0.85 x 2 x 45 while both HCAs are healthy on their own.
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG)[0], context={'nccl_transport': 'IB'}),
+        ['all_reduce'], ['inside the node', 'NVLink', 'nvidia-smi topo -m', 'NCCL_DEBUG_SUBSYS=GRAPH', '(0.85 x 2 rails'],
+        lambda: run(rdma([47.0, 38.0]) + nccl_figures(IB_LOG)[0], context={'nccl_transport': 'IB'})),
+    'nccl_gdr': (
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG, rails=1, gdr=False)[0], context={'nccl_transport': 'IB'}),
+        ['all_reduce'], ['without GPUDirect RDMA', 'nvidia_peermem', 'ACS'],
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG, rails=1)[0], context={'nccl_transport': 'IB'})),
     'nccl_wrong_results': (
         lambda: run([figure('nccl_busbw_gbs', 'all_reduce', 46.0), figure('nccl_wrong', 'all_reduce', 3)], context={'nccl_transport': 'IB'}),
         ['all_reduce'], ['3 wrong results', 'dcgmi diag -r 3'],
