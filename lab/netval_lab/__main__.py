@@ -376,7 +376,8 @@ def cmd_sim_record(args):
     hosts_yml = os.path.join(work, 'inventory', 'hosts.yml')
     with open(hosts_yml, encoding='utf-8') as handle:
         hosts = yaml.safe_load(handle)
-    hosts['all']['children']['lab']['vars'] = {'ansible_connection': 'netval_record'}
+    lab_group = hosts['all']['children']['lab']
+    lab_group['vars'] = dict(lab_group.get('vars') or {}, ansible_connection='netval_record')
     with open(hosts_yml, 'w', encoding='utf-8') as handle:
         yaml.safe_dump(hosts, handle)
     calls = os.path.join(work, 'calls.jsonl')

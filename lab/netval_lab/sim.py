@@ -106,8 +106,10 @@ def compile_recording(lines, lab, profile):
                           'seconds': round(entry['seconds'], 3)})
         elif entry.get('file'):
             files['%s:%s' % (host, entry['file'])] = entry['content']
-    hosts = dict((host, {'role': info.get('role'), 'fabric': [link.get('node_ip') if host == link.get('node') else link.get('peer_ip')
-                                                                for link in lab.get('links') or [] if host in (link.get('node'), link.get('peer'))]})
+    links = lab.get('links') or []
+    hosts = dict((host, {'role': info.get('role'),
+                         'fabric': [link.get('node_ip') if host == link.get('node') else link.get('peer_ip')
+                                    for link in links if host in (link.get('node'), link.get('peer'))]})
                  for host, info in (lab.get('hosts') or {}).items())
     return {'format': 'netval-lab-sim/1', 'profile': profile, 'tier': lab.get('tier'), 'recorded': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
             'hosts': hosts, 'calls': calls, 'files': files}
@@ -153,12 +155,10 @@ def host_path(host, path):
 def _leaves(value, path=()):
     if isinstance(value, dict):
         for key in sorted(value):
-            for leaf in _leaves(value[key], path + (key,)):
-                yield leaf
+            yield from _leaves(value[key], path + (key,))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            for leaf in _leaves(item, path + (index,)):
-                yield leaf
+            yield from _leaves(item, path + (index,))
     else:
         yield path, value
 
@@ -333,9 +333,10 @@ def _ledger(host, module, params, start, end):
 def _command(host, cmd):
     """A shell command (what an action runs when it cannot pipeline): a temporary folder, the home folder, or nothing."""
     text = cmd if isinstance(cmd, str) else cmd.decode('utf-8', 'replace')
-    made = re.search(r'mkdir -p "?(?P<base>[^" )]*?)/?(?P<name>ansible-tmp-[^" )/]+)', text)
+    # `mkdir -p "` echo BASE `"&& mkdir "` echo BASE/ansible-tmp-X `"` (ansible-core 2.19+) or mkdir -p "BASE/ansible-tmp-X"
+    made = re.search(r'mkdir (?:-p )?"?(?:` ?echo )?(?P<base>[^" `)]*?)/?(?P<name>ansible-tmp-[^" `)/]+)', text)
     if made:
-        path = '%s/%s' % (made.group('base').replace('`echo ~`', '/root').replace('~', '/root'), made.group('name'))
+        path = '%s/%s' % (made.group('base').replace('~', '/root'), made.group('name'))
         os.makedirs(host_path(host, path), exist_ok=True)
         return 0, ('%s=%s\n' % (made.group('name'), path)).encode(), b''
     if 'echo ~' in text:

@@ -53,7 +53,8 @@ def holder_gaps(bench, doc):
 
 
 @pytest.mark.parametrize('forks, peers', [(2, 1), (3, 2)])
-def test_with_fewer_forks_than_waiting_nodes_every_node_is_measured_and_the_holders_are_not_starved(lab_session, tmp_path, forks, peers):  # pylint: disable=unused-argument
+def test_with_fewer_forks_than_waiting_nodes_every_node_is_measured_and_the_holders_are_not_starved(
+        lab_session, tmp_path, forks, peers):  # pylint: disable=unused-argument
     cli('up', '--profile', 'healthy-100g', '--nodes', str(len(NODES)), '--peers', str(peers), '--unpinned', check=True)
     bench = bench_script()
     timeline = tmp_path / 'timeline.json'

@@ -80,8 +80,8 @@ def test_the_answer_is_the_most_alike_recorded_call_with_this_calls_ports_addres
     assert result['msg'] == 'node02 measured against peer01' and result['bw_gbps'] == 391.2
     assert result['iterations'] == 5000  # a number the arguments did not change stays
     assert seconds == pytest.approx((1.0 + 30 + 0.5) * 0.5)  # a call, the session's duration and set-up, at scale 0.5
-    server, seconds = sim.answer('peer01', 'gpufleet.netval.perftest', {'test': 'ib_write_bw', 'role': 'server', 'port': 18547,
-                                                                       'device': 'mlx5_3'})
+    server, seconds = sim.answer('peer01', 'gpufleet.netval.perftest',
+                                 {'test': 'ib_write_bw', 'role': 'server', 'port': 18547, 'device': 'mlx5_3'})
     assert server == {'port': 18547, 'pid': 4242} and seconds == pytest.approx(0.5)
 
 
@@ -112,8 +112,8 @@ def test_the_ledger_holds_a_nodes_measuring_calls_on_the_host_it_measured_and_on
     sim.execute('peer01', 'python3', WRAPPER.replace(b'10.200.0.2', node02.encode()).replace(b'18515', b'18547'))
     sim.execute('peer01', 'python3', wrapper.replace(b'"role": "client", "server": "%s", ' % peer.encode(), b'"role": "server", '))  # no session
     intervals = sim.ledger_intervals(str(fleet))
-    assert [(host, node) for host, _hca, node, _start, _end in intervals] == [('peer01', 'node01'), ('node01', 'node01'),
-                                                                             ('peer01', 'node02'), ('node02', 'node02')]
+    assert [(host, node) for host, _hca, node, _start, _end in intervals] == [
+        ('peer01', 'node01'), ('node01', 'node01'), ('peer01', 'node02'), ('node02', 'node02')]
     assert all(end >= start for _host, _hca, _node, start, end in intervals)
     assert sim.session_of('node01', 'gpufleet.netval.jumbo_ping', {'dest': peer}) == ('node01', 'peer01')
     assert sim.session_of('node01', 'gpufleet.netval.rdma_info', {'dest': peer}) is None

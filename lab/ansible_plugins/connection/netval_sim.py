@@ -30,6 +30,12 @@ options:
       - name: inventory_hostname
       - name: ansible_host
       - name: delegated_vars['ansible_host']
+  pipelining:
+    description: Modules go in on standard input (nothing to copy to a simulated host), as the lab's ssh does.
+    default: true
+    type: boolean
+    vars:
+      - name: ansible_pipelining
 '''
 
 

@@ -153,8 +153,8 @@ def test_a_redis_that_refuses_or_cannot_be_reached_is_a_lease_error_that_never_s
 
 @pytest.mark.parametrize('url, expected', [
     ('redis://redis.example:6380/2', {'host': 'redis.example', 'port': 6380, 'db': 2, 'tls': False, 'username': None, 'password': None}),
-    ('rediss://netval:s%40cret@redis.example', {'host': 'redis.example', 'port': 6379, 'db': 0, 'tls': True, 'username': 'netval',
-                                               'password': 's@cret'}),
+    ('rediss://netval:s%40cret@redis.example',
+     {'host': 'redis.example', 'port': 6379, 'db': 0, 'tls': True, 'username': 'netval', 'password': 's@cret'}),
 ])
 def test_a_redis_url_names_the_server_the_database_and_the_credentials(url, expected):
     assert lease_redis.url_settings(url) == expected
