@@ -271,10 +271,20 @@ def answer(host, module, params):
     call = best_call(module, role, params)
     pairs = _changes(call['params'], params, _names(call, host, params))
     texts = sorted(((str(k), str(v)) for k, v in pairs.items() if isinstance(k, str)), key=lambda kv: -len(kv[0]))
-    result = _carry(call['result'], dict((k, v) for k, v in pairs.items() if isinstance(k, int)), texts)
+    result = _restamp(_carry(call['result'], dict((k, v) for k, v in pairs.items() if isinstance(k, int)), texts), time.time())
     if module == 'gpufleet.netval.evidence_bundle':
         _place_bundle(host, call, result)
     return result, planned_seconds(module, params) * state['scale']
+
+
+def _restamp(value, now):
+    """The recorded result with every epoch ``timestamp`` (nic_info's counter snapshots) the time of this answer: a real
+    host's second snapshot is later than its first; two answers from one recorded call would be the same instant."""
+    if isinstance(value, dict):
+        return dict((key, now if key == 'timestamp' and isinstance(item, float) else _restamp(item, now)) for key, item in value.items())
+    if isinstance(value, list):
+        return [_restamp(item, now) for item in value]
+    return value
 
 
 def _place_bundle(host, call, result):

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
 from tests.unit import fixtures
 
 ROOT = fixtures.ROOT
@@ -39,7 +39,8 @@ def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_r
         assert result['bucket'] == 'A' and not [t for t in result['tests'] if t['status'] == 'unknown'], result['causes']
         assert metrics, node
     assert tier == '400G'
-    wanted = set(metric for entry in catalogue.TESTS for metric in entry['metrics'])
+    # The catalogue's metrics and the graded entries of NCCL's log that are not catalogue metrics.
+    wanted = set(metric for entry in catalogue.TESTS for metric in entry['metrics']) | {verdict.NCCL_TRANSPORT, verdict.NCCL_GDR}
     assert metrics <= wanted
     # The nodes that found the peer busy tried, gave their worker back and tried again.
     tries = [r for r in timeline['records'] if r['task'] == 'Wait for a free known-good peer and lease it']

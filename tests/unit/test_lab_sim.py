@@ -117,3 +117,12 @@ def test_the_ledger_holds_a_nodes_measuring_calls_on_the_host_it_measured_and_on
     assert all(end >= start for _host, _hca, _node, start, end in intervals)
     assert sim.session_of('node01', 'gpufleet.netval.jumbo_ping', {'dest': peer}) == ('node01', 'peer01')
     assert sim.session_of('node01', 'gpufleet.netval.rdma_info', {'dest': peer}) is None
+
+
+def test_a_recorded_time_stamp_becomes_the_time_of_the_answer_so_two_snapshots_are_in_order():
+    recorded = {'nics': {'ibp59s0': {'timestamp': 1796516860.71, 'counters': {'rx_pause': 0}}}, 'count': 3, 'timestamp': 'text'}
+    first = sim._restamp(recorded, 2000000000.0)  # pylint: disable=protected-access
+    second = sim._restamp(recorded, 2000000002.5)  # pylint: disable=protected-access
+    assert first['nics']['ibp59s0'] == {'timestamp': 2000000000.0, 'counters': {'rx_pause': 0}}
+    assert second['nics']['ibp59s0']['timestamp'] - first['nics']['ibp59s0']['timestamp'] == pytest.approx(2.5)
+    assert first['count'] == 3 and first['timestamp'] == 'text' and recorded['nics']['ibp59s0']['timestamp'] == 1796516860.71
