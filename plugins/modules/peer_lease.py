@@ -60,7 +60,7 @@ options:
     required: true
   run:
     description:
-      - The run's identity, unique to one C(ansible-playbook) run (validate.yml uses its UTC timestamp and a random suffix):
+      - The run's identity, unique to one C(ansible-playbook) run (validate.yml uses its UTC timestamp and a random suffix), so
         the holder of the run's leases, renewed by the run's renewer; a lease of another run of the same node is not ours.
     type: str
     required: true
@@ -78,7 +78,7 @@ options:
     default: ''
   ttl:
     description:
-      - Seconds a lease lives without a renewal: how long after its run's C(ansible-playbook) is gone (a crash, a kill, the end of
+      - Seconds a lease lives without a renewal, which is how long after its run's C(ansible-playbook) is gone (a crash, a kill, the end of
         a job's container) other runs may take the peer.
     type: int
     default: 120
@@ -164,8 +164,8 @@ deadline:
   type: float
 in_pool:
   description:
-    - With O(state=acquired), how many peers are still in the pool (not suspected out, not gone). V(0) with no O(peer)
-      means waiting longer cannot help; more with no O(peer) means every one was busy for O(wait) seconds.
+    - With O(state=acquired), how many peers are still in the pool (not suspected out, not gone). V(0) with no RV(peer)
+      means waiting longer cannot help; more with no RV(peer) means every one was busy for O(wait) seconds.
   returned: when state is acquired
   type: int
 released:
