@@ -242,14 +242,27 @@ def process_start_time(pid, proc='/proc'):
         return None
 
 
+def _runs(proc, pid, name):
+    """Whether process ``pid``'s command line names ``name`` (in its first two words)."""
+    try:
+        with open(os.path.join(proc, str(pid), 'cmdline'), 'rb') as handle:
+            return any(name.encode() in part for part in handle.read().split(b'\0')[:2])
+    except (IOError, OSError):
+        return False
+
+
 def controller_process(proc='/proc', name='ansible-playbook'):
     """(pid, start time) of the outermost ancestor running ``name``, else of our parent: the process whose life the
     run's renewer follows (it stops renewing when the run's ansible-playbook is gone, and the leases lapse).
 
     The outermost one: Ansible's per-task worker processes are forks of the playbook process and carry its command
-    line, but they end with their task, while the renewals must go on as long as the run.
+    line, but they end with their task, while the renewals must go on as long as the run.  A worker whose playbook process
+    was killed has init (pid 1) as its parent: a renewer that followed init would renew for ever, so that is refused.
     """
     pid = os.getppid()
+    if pid == 1 and not _runs(proc, 1, name):
+        raise LeaseError('the playbook process that started this task is gone (this process now belongs to pid 1): '
+                         'no lease is taken for a run that has ended')
     found = (pid, process_start_time(pid, proc))
     for _depth in range(64):
         try:

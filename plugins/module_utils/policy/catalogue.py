@@ -110,6 +110,15 @@ class CatalogueError(ValueError):
     """A name that is not in the catalogue, or a tier profile that does not fit it; the message says which."""
 
 
+def figure_text(value):
+    """A figure as verdicts and reports write it: an integer without decimals, else up to three decimals; None is '-'."""
+    if value is None:
+        return '-'
+    if float(value) == int(value):
+        return str(int(value))
+    return ('%.3f' % value).rstrip('0').rstrip('.')
+
+
 def test(name):
     """The catalogue entry of one test."""
     try:

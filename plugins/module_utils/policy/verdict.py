@@ -36,6 +36,7 @@ from collections import namedtuple
 from collections.abc import Mapping
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import figure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import combine_repeats
 
@@ -215,8 +216,8 @@ def describe_per_rail(threshold):
         return ''
     low, high = origin['healthy']
     return ' (%s x %d rails x the per-rail %s%s%s)' % (
-        _fmt(origin['per_rail']), origin['rails'], _fmt(low), '-%s' % _fmt(high) if high is not None else '',
-        ', reject %s' % _fmt(origin['reject']) if origin.get('reject') is not None else '')
+        figure_text(origin['per_rail']), origin['rails'], figure_text(low), '-%s' % figure_text(high) if high is not None else '',
+        ', reject %s' % figure_text(origin['reject']) if origin.get('reject') is not None else '')
 
 
 def classify(metric, value, threshold):
@@ -240,24 +241,16 @@ def describe_threshold(metric, threshold):
     low, high = (threshold.get('healthy') or [None, None])
     direction = threshold.get('direction', 'one-way')
     if threshold_direction(metric, threshold) == 'higher':
-        text = 'healthy >= %s %s' % (_fmt(low), unit)
+        text = 'healthy >= %s %s' % (figure_text(low), unit)
         if high is not None:
-            text += ' (%s-%s)' % (_fmt(low), _fmt(high))
+            text += ' (%s-%s)' % (figure_text(low), figure_text(high))
         if threshold.get('reject_below') is not None:
-            text += ', reject < %s %s' % (_fmt(threshold['reject_below']), unit)
+            text += ', reject < %s %s' % (figure_text(threshold['reject_below']), unit)
     else:
-        text = 'healthy <= %s %s' % (_fmt(high), unit)
+        text = 'healthy <= %s %s' % (figure_text(high), unit)
         if threshold.get('reject_above') is not None:
-            text += ', reject > %s %s' % (_fmt(threshold['reject_above']), unit)
+            text += ', reject > %s %s' % (figure_text(threshold['reject_above']), unit)
     return '%s, %s' % (text.replace('  ', ' ').strip(), direction)
-
-
-def _fmt(value):
-    if value is None:
-        return '-'
-    if float(value) == int(value):
-        return str(int(value))
-    return ('%.3f' % value).rstrip('0').rstrip('.')
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -532,7 +525,7 @@ def _ratio(entry):
 
 
 def _figure(entry):
-    return '%s %s %s' % (entry.get('subject'), _fmt(entry['value']), entry.get('unit') or '')
+    return '%s %s %s' % (entry.get('subject'), figure_text(entry['value']), entry.get('unit') or '')
 
 
 def _rdma(results):
@@ -689,7 +682,7 @@ def rule_single_nic_slow(results, _found):
     for subject in sorted(slow, key=str):
         mine = [f for f in figures if f.get('subject') == subject and f['status'] != HEALTHY]
         detail = ('%s is slow (%s) while the other NICs are healthy: check its PCIe link (lspci LnkSta), the cable, mlxlink BER '
-                  'and the switch port.' % (subject, ', '.join('%s %s' % (_fmt(f['value']), f.get('unit') or '') for f in mine).strip()))
+                  'and the switch port.' % (subject, ', '.join('%s %s' % (figure_text(f['value']), f.get('unit') or '') for f in mine).strip()))
         if subject in pcie:
             detail += ' Its PCIe link is below what the NIC and its slot can do (%s), which explains it.' % (
                 pcie[subject].get('actual') or 'see the PCIe finding')
@@ -711,7 +704,7 @@ def rule_rdma_specific(results, found):
 def rule_firmware_throttle(results, _found):
     return [_cause('firmware_throttle', '%s runs at %s %s (%s): the ConnectX-7 firmware-throttle trap. Update the NIC firmware and '
                    'fully power-drain the NIC (not just a reboot), then re-test.'
-                   % (f.get('subject'), _fmt(f['value']), f.get('unit') or '', f.get('expected')),
+                   % (f.get('subject'), figure_text(f['value']), f.get('unit') or '', f.get('expected')),
                    [f.get('subject')], [f] + results.throughput_shortfalls([f.get('subject')]))
             for f in _throttled(results)]
 
@@ -736,7 +729,7 @@ def rule_nccl_rails(results, found):
     return [_cause('nccl_rails', 'NCCL used %s of the %s HCAs the run tested on the node (%s): the all_reduce rode fewer rails than '
                    'the node has, so its bus bandwidth is not the node\'s. Read the node\'s NCCL WARN lines (an HCA NCCL could not '
                    'open), check each HCA\'s port state and GID table, and NCCL\'s own view (NCCL_DEBUG_SUBSYS=INIT,NET).'
-                   % (_fmt(entry['value']) if entry.get('value') is not None else '?', rails or '?', entry.get('as_printed') or '-'),
+                   % (figure_text(entry['value']) if entry.get('value') is not None else '?', rails or '?', entry.get('as_printed') or '-'),
                    [entry.get('subject')], bad + [t for t in results.tests_of(('nccl',)) if t.get('metric') == NCCL_BUSBW])]
 
 
@@ -770,7 +763,7 @@ def rule_nccl_wrong_results(results, _found):
         return []
     return [_cause('nccl_wrong_results', 'nccl-tests counted %s wrong results (#wrong): the collective returned corrupted data. '
                    'Run dcgmi diag -r 3 and check the kernel log for Xid and PCIe AER errors; do not accept the node.'
-                   % ', '.join(_fmt(t['value']) for t in bad), [t.get('subject') for t in bad], bad)]
+                   % ', '.join(figure_text(t['value']) for t in bad), [t.get('subject') for t in bad], bad)]
 
 
 def rule_gdr(results, _found):
@@ -786,7 +779,7 @@ def rule_pfc_pause(results, _found):
     if not bad:
         return []
     return [_cause('pfc_pause', 'Pause/PFC counters grew fast during the sustained test (%s): the switch is not draining; '
-                   'check PFC configuration on the switch.' % ', '.join('%s %s/s' % (t.get('subject'), _fmt(t['value'])) for t in bad),
+                   'check PFC configuration on the switch.' % ', '.join('%s %s/s' % (t.get('subject'), figure_text(t['value'])) for t in bad),
                    [t.get('subject') for t in bad], bad)]
 
 
@@ -815,16 +808,16 @@ def _fleet_part(metric, tests):
     """One metric's outliers: '<label> mlx5_0, mlx5_1 at 11.01 GB/s, 9.0 % worse than the median 12.1 GB/s of 16 figures (...)'."""
     mark = tests[0][FLEET_OUTLIER]
     unit = mark.get('unit') or tests[0].get('unit') or ''
-    values = sorted(set(_fmt(t['value']) for t in tests))
+    values = sorted(set(figure_text(t['value']) for t in tests))
     if len(values) == 1:
         figures = '%s at %s %s' % (', '.join(str(t.get('subject')) for t in tests), values[0], unit)
     else:
-        figures = '%s %s' % (', '.join('%s %s' % (t.get('subject'), _fmt(t['value'])) for t in tests), unit)
+        figures = '%s %s' % (', '.join('%s %s' % (t.get('subject'), figure_text(t['value'])) for t in tests), unit)
     spread = mark.get('spread') or 0
     return '%s %s, %s %% worse than the median %s %s of %d figures (robust spread %s)' % (
         catalogue.label(metric), figures.strip(), '-'.join(sorted(set('%.1f' % t[FLEET_OUTLIER].get('shortfall_pct', 0) for t in tests))),
-        _fmt(mark.get('median')), unit, mark.get('batch_figures', 0),
-        '%s %s' % (_fmt(spread), unit) if spread else '0: the siblings do not vary')
+        figure_text(mark.get('median')), unit, mark.get('batch_figures', 0),
+        '%s %s' % (figure_text(spread), unit) if spread else '0: the siblings do not vary')
 
 
 def _fleet_marked(results):
@@ -850,7 +843,7 @@ def rule_fleet_outlier(results, _found):
                    'spreads (1.4826 x MAD) and at least %s %% worse than the median of the same figure on the same tier and SKU. Every '
                    'such figure still meets the contract (%s), so nothing here is held against the provider: compare the node with '
                    'its siblings (BIOS and power profile, NIC firmware and settings, PCIe placement, cables and switch ports) before '
-                   'it takes jobs.' % ('; '.join(parts), siblings, _fmt(first.get('max_mads')), _fmt(first.get('min_shortfall_pct')), contract),
+                   'it takes jobs.' % ('; '.join(parts), siblings, figure_text(first.get('max_mads')), figure_text(first.get('min_shortfall_pct')), contract),
                    [t.get('subject') for t in marked], marked)]
 
 
@@ -951,7 +944,7 @@ def unexplained(results, explained):
         name = catalogue.label(entry['metric']) if entry.get('metric') else entry.get('check')
         measured = entry.get('as_printed') or entry.get('actual')
         if measured is None and entry.get('value') is not None:
-            measured = '%s %s' % (_fmt(entry['value']), entry.get('unit') or '')
+            measured = '%s %s' % (figure_text(entry['value']), entry.get('unit') or '')
         detail = ('%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it and investigate '
                   'this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
                                    str(measured or entry.get('detail') or '?').strip(), entry.get('expected') or '?'))
@@ -1030,8 +1023,8 @@ def with_fleet_outliers(result, marks):
             test = dict(test, status=MARGINAL, expected_contract=test.get('expected'))
             test[FLEET_OUTLIER] = dict(mark)
             test['expected'] = '%s; among its siblings at most %s robust spreads and %s %% worse than their median %s %s' % (
-                test.get('expected') or 'the contract', _fmt(mark.get('max_mads')), _fmt(mark.get('min_shortfall_pct')),
-                _fmt(mark.get('median')), mark.get('unit') or '')
+                test.get('expected') or 'the contract', figure_text(mark.get('max_mads')), figure_text(mark.get('min_shortfall_pct')),
+                figure_text(mark.get('median')), mark.get('unit') or '')
             changed = True
         tests.append(test)
     if not changed:

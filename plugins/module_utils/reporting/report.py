@@ -341,10 +341,17 @@ def summary_table(nodes, hosts=None):
         out.extend(one_line(line) for line in chain_lines(nodes))
     for peer, entry in sorted(suspect_peers(nodes).items()):
         out.append(one_line('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
-            '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], f['first_value'], f.get('unit') or '',
-                                                f['first_peer'], f['second_value'], f['second_peer'])
+            '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], _figure(f['first_value']), f.get('unit') or '',
+                                                f['first_peer'], _figure(f['second_value']), f['second_peer'])
             for f in entry['figures']))))
     return '\n'.join(out) + '\n'
+
+
+def _figure(value):
+    """A measured figure as the summary writes it (7.26, not 7.260004679680001); anything else as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float('inf'):
+        return catalogue.figure_text(value)
+    return str(value)
 
 
 def validation_chain(nodes):

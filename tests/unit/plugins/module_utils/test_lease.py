@@ -294,3 +294,30 @@ def test_a_promotion_needs_names_that_can_name_files(tmp_path):
     for run, node in (('../x', 'node01'), (RUN, '../node01'), (RUN, '')):
         with pytest.raises(lease.LeaseError, match='name'):
             lease.promote(str(tmp_path), run, node, 'peer01')
+
+
+def _process_table(root, rows):
+    for pid, parent, start, argv in rows:
+        folder = root / str(pid)
+        folder.mkdir(parents=True)
+        fields = ['S', str(parent)] + ['0'] * 17 + [str(start)] + ['0'] * 10
+        (folder / 'stat').write_text('%d (x) %s\n' % (pid, ' '.join(fields)))
+        (folder / 'cmdline').write_bytes(argv)
+
+
+def test_a_worker_whose_playbook_was_killed_starts_no_renewer_that_follows_init(tmp_path, monkeypatch):
+    """Seen on the lab: a worker orphaned by a killed ansible-playbook has init (pid 1, alive for ever) as its parent; a
+    renewer following it would keep the run's leases for ever.  Its lease lapses after one ttl instead."""
+    proc = tmp_path / 'proc'
+    _process_table(proc, ((1, 0, 9, b'/sbin/init\0'),
+                          (200, 1, 22, b'/usr/bin/python3\0/usr/bin/ansible-playbook\0validate.yml\0')))
+    monkeypatch.setattr(lease.os, 'getppid', lambda: 1)
+    with pytest.raises(lease.LeaseError, match='playbook process that started this task is gone'):
+        lease.controller_process(str(proc))
+
+
+def test_a_playbook_that_is_pid_1_in_its_container_is_followed_by_its_renewer(tmp_path, monkeypatch):
+    proc = tmp_path / 'proc'
+    _process_table(proc, ((1, 0, 5, b'/usr/bin/python3\0/usr/local/bin/ansible-playbook\0validate.yml\0'),))
+    monkeypatch.setattr(lease.os, 'getppid', lambda: 1)
+    assert lease.controller_process(str(proc)) == (1, 5)

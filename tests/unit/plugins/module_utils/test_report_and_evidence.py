@@ -167,6 +167,16 @@ def test_a_peer_that_went_away_is_named_with_the_node_on_it_and_the_peer_that_me
     assert '- peer gone: %s (it left the pool; the node was rescheduled)' % detail in report.node_markdown(rescheduled)
 
 
+def test_a_suspect_peer_line_writes_its_figures_as_measured_not_as_floats_print():
+    # The figures of a lab run's suspect peer (a degraded HCA on peer01), as the node's re-test recorded them.
+    figures = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'unit': 'GB/s', 'first_peer': 'peer01', 'first_value': 7.260004679680001,
+                'second_peer': 'peer02', 'second_value': 12.100000808959999}]
+    node = {'node': 'node01', 'peer': 'peer02', 'tier': '100G', 'bucket': 'A', 'tests': [], 'findings': [], 'causes': [], 'counts': {},
+            'suspect_peer': {'peer': 'peer01', 'left_pool': True, 'figures': figures}}
+    table = report.summary_table({'node01': node})
+    assert 'suspect peer peer01 (left the pool): node01 ib_send_bw_gbs mlx5_0 7.26 GB/s on peer01, 12.1 on peer02' in table
+
+
 def test_the_chain_names_who_validated_whom_from_each_known_good_peer():
     def node(name, peer, promoted=False, bucket='A'):
         return {'node': name, 'peer': peer, 'tier': '400G', 'bucket': bucket, 'findings': [], 'causes': [], 'counts': {'healthy': 1},
