@@ -55,11 +55,16 @@ def same_holder(lease, holder):
     return bool(lease) and lease.get('node') == holder.get('node') and lease.get('run') == holder.get('run')
 
 
-def lapsed(lease, now=None):
+def lapsed(lease, now=None, proc='/proc'):
     """Whether ``lease`` no longer protects anyone: none, or its renewal deadline has passed (a lease an earlier version
-    wrote has its ``expires`` instead; one with neither was not written by a holder and protects no one)."""
+    wrote has its ``expires`` instead, and lapses as that version decided, also when its playbook process - pid and start
+    time on this controller - is gone: a killed run's lease would otherwise hold its peer for two hours after an upgrade;
+    one with neither was not written by a holder and protects no one)."""
     if lease is None:
         return True
+    if 'deadline' not in lease and lease.get('controller_pid') is not None and lease.get('controller_start') is not None:
+        if process_start_time(lease['controller_pid'], proc) != lease['controller_start']:
+            return True
     deadline = lease.get('deadline', lease.get('expires'))
     return deadline is None or (time.time() if now is None else now) > float(deadline)
 

@@ -110,6 +110,19 @@ def test_a_lease_an_earlier_version_wrote_lapses_at_its_expiry_and_a_record_with
     assert lease.lapsed({'node': 'node01', 'run': RUN, 'peer': 'peer01'}, now=0)
 
 
+def test_a_lease_an_earlier_version_wrote_lapses_once_its_playbook_process_is_gone(tmp_path):
+    """Seen on the lab after the upgrade: a killed run's lease (pid 771, gone) held peer01 for its two hours."""
+    proc = tmp_path / 'proc'
+    _process_table(proc, ((771, 1, 1789559, b'/usr/bin/python3\0/usr/bin/ansible-playbook\0validate.yml\0'),))
+    old = {'node': 'node01', 'run': '20261206T011034Z', 'peer': 'peer01', 'acquired': 0, 'expires': 7200,
+           'controller_pid': 771, 'controller_start': 1789559}
+    assert not lease.lapsed(old, now=100, proc=str(proc))  # its playbook still runs
+    assert lease.lapsed(dict(old, controller_start=1789560), now=100, proc=str(proc))  # the pid now belongs to another process
+    assert lease.lapsed(dict(old, controller_pid=772), now=100, proc=str(proc))  # gone
+    # A lease of today's version is held by its deadline alone, whatever process wrote it.
+    assert not lease.lapsed(dict(old, deadline=7200, controller_pid=772), now=100, proc=str(proc))
+
+
 def test_a_lease_file_that_cannot_be_read_counts_as_held_for_a_minute(tmp_path):
     folder = tmp_path / 'leases'
     folder.mkdir()
