@@ -21,7 +21,7 @@ description:
     (C(verdict)), C(queued) (C(waited_s), after a try for a peer that took none; the node queues again).
   - Queries return an answer - C(verdict_inputs) (what the verdict grades, merged from the passes), C(peers_left) (the
     healthy peers not taken yet), C(timeline) (every pass against a peer with its lease), C(lease_try) (C(first_s),
-    C(growth), C(total_s); how long the next try for a peer may wait, and whether it is the last).
+    C(growth), C(max_s), C(total_s); how long the next try for a peer may wait, and whether it is the last).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:

@@ -25,7 +25,7 @@ The record::
      first_verdict, suspect_peer,             the first peer's verdict when a second re-tested; the first peer as suspect
      broke}                                   where and why the run broke (None while it has not)
 
-A node that finds every peer busy tries for a while (``lease_try``: how long, growing with each try), then goes back in the
+A node that finds every peer busy tries for a while (``lease_try``: how long, growing with each try to a cap), then goes back in the
 queue (``queued``) and gives its Ansible worker back until its next try; the tries end when a pass begins.
 
 A pass is ``peer`` (the tests against a known-good peer; after a lost peer, another ``peer`` pass on the next),
@@ -48,6 +48,14 @@ KERNEL_CHECKS = ('link_flap', 'pcie_aer', 'gpu_xid')
 CHECK_MODE = 'check mode: preflight only'
 NO_HEALTHY_PEER = 'no healthy known-good peer'
 NOT_QUEUED = {'tries': 0, 'waited_s': 0.0}
+# A try for a peer holds its worker while it waits: at most this long by default (netval_lease_try_max_s).
+LEASE_TRY_MAX_S = 30
+# tasks/take_peer.yml includes itself once per try and each level nests the play's iterator one level deeper: on
+# ansible-core 2.21 a task file that includes itself breaks Python's recursion limit between 200 and 250 levels
+# (measured 2026-12-06 under strategy free; 100 levels alone cost the controller 12 s), so the tries stay well below.
+LEASE_TRIES_MAX = 96
+# The tries that keep to the cap; the ones after them share what is left of the wait (docs/AWX.md).
+LEASE_TRIES_CAPPED = 64
 
 
 class NodeRunError(ValueError):
@@ -125,15 +133,23 @@ def queued(record, waited_s):
     return record
 
 
-def lease_try(record, first_s, growth, total_s):
-    """How long the node's next try for a peer may wait: ``first_s`` x ``growth`` ** tries so far (so a long wait costs few
-    tries: about log(total_s / first_s) / log(growth)), never beyond what is left of ``total_s`` seconds of trying;
-    ``last`` when that is all that is left (a try that takes no peer then ends the wait).  {wait_s, last, tries, waited_s}.
+def lease_try(record, first_s, growth, total_s, max_s=LEASE_TRY_MAX_S):
+    """How long the node's next try for a peer may wait: ``first_s`` x ``growth`` ** tries so far, at most ``max_s`` (a try
+    holds an Ansible worker while it waits: the cap bounds how long the other nodes' tasks may wait for one), never beyond
+    what is left of ``total_s`` seconds of trying.  After LEASE_TRIES_CAPPED tries the tries left up to LEASE_TRIES_MAX
+    share what is left of the total (each at least ``max_s``), so the tries stay below the include depth Ansible allows.
+    ``last`` when a try that takes no peer ends the wait.  {wait_s, last, tries, waited_s}.
     Pure: the same record gives the same answer however often a task asks."""
     queue = _queue(_copy(record))
+    if not float(max_s) > 0:
+        raise NodeRunError('the longest try for a peer is seconds > 0 (netval_lease_try_max_s), got %r' % (max_s,))
+    tries = queue['tries']
     left = max(0.0, float(total_s) - queue['waited_s'])
-    wait = float(first_s) * float(growth) ** queue['tries']
-    return {'wait_s': int(min(wait, left)), 'last': wait >= left, 'tries': queue['tries'], 'waited_s': queue['waited_s']}
+    wait = min(float(first_s) * float(growth) ** min(tries, LEASE_TRIES_MAX), float(max_s))
+    if tries >= LEASE_TRIES_CAPPED:
+        wait = max(wait, left / max(1, LEASE_TRIES_MAX - tries))
+    last = wait >= left or tries >= LEASE_TRIES_MAX - 1
+    return {'wait_s': int(left if last else wait), 'last': last, 'tries': tries, 'waited_s': queue['waited_s']}
 
 
 def start_pass(record, kind, peer=None, lease=None, retest_tests=()):
