@@ -141,7 +141,7 @@ def lease_try(record, first_s, growth, total_s, max_s=LEASE_TRY_MAX_S):
     ``last`` when a try that takes no peer ends the wait.  {wait_s, last, tries, waited_s}.
     Pure: the same record gives the same answer however often a task asks."""
     queue = _queue(_copy(record))
-    if not float(max_s) > 0:
+    if float(max_s) <= 0:
         raise NodeRunError('the longest try for a peer is seconds > 0 (netval_lease_try_max_s), got %r' % (max_s,))
     tries = queue['tries']
     left = max(0.0, float(total_s) - queue['waited_s'])
