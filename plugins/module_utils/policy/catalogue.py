@@ -44,6 +44,8 @@ Pure data and lookups; no Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from collections.abc import Mapping
+
 SCOPE_NODE = 'node'
 SCOPE_HCA = 'hca'
 SCOPE_GPU_NIC = 'gpu_nic'
@@ -117,6 +119,17 @@ def figure_text(value):
     if float(value) == int(value):
         return str(int(value))
     return ('%.3f' % value).rstrip('0').rstrip('.')
+
+
+def threshold_direction(threshold):
+    """Which way a graded figure is better, read from its threshold: 'higher' (reject_below), 'lower' (reject_above), or
+    None for a threshold that says neither (the caller's own rule decides)."""
+    if isinstance(threshold, Mapping):
+        if 'reject_below' in threshold:
+            return 'higher'
+        if 'reject_above' in threshold:
+            return 'lower'
+    return None
 
 
 def test(name):

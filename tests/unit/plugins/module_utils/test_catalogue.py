@@ -85,3 +85,10 @@ def test_the_100g_gdr_reject_line_is_the_runbooks_per_hca_line():
 
 def test_a_figure_is_written_without_noise():
     assert [catalogue.figure_text(v) for v in (None, 46, 46.0, 45.5, 0.1234, 2.0004)] == ['-', '46', '46', '45.5', '0.123', '2']
+
+
+def test_a_figures_better_direction_is_read_from_its_threshold_or_left_to_the_caller():
+    assert catalogue.threshold_direction({'reject_below': 40, 'healthy_min': 45}) == 'higher'
+    assert catalogue.threshold_direction({'reject_above': 5.0}) == 'lower'
+    # A threshold without a reject side (or none at all) says nothing: baseline and fleet apply their own rule.
+    assert [catalogue.threshold_direction(t) for t in ({'healthy_min': 45}, None, 'reject_below')] == [None, None, None]
