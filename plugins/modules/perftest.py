@@ -86,6 +86,11 @@ options:
   use_cuda:
     description: Use GPU memory of this CUDA device index (C(--use_cuda=N)) for GPUDirect RDMA; needs a perftest built with CUDA.
     type: int
+  tclass:
+    description:
+      - The traffic class of the queue pairs (C(--tclass)), 0-255; on RoCE the DSCP and ECN bits the site's lossless class
+        (PFC priority) is mapped from, for example 106. Unset, the port's default class is used (usually a lossy one).
+    type: int
   report_gbits:
     description: Report bandwidth in Gb/s (C(--report_gbits)); bandwidth tests only.
     type: bool
@@ -567,7 +572,7 @@ def shared_problems(module):
     if params['concurrent'] and (params['role'] != 'client' or params['sessions'] is None):
         problems.append('concurrent applies to role=client with sessions only')
     for name, low, high in (('size', 1, 2 ** 31), ('duration', 1, 86400), ('iterations', 5, 2 ** 40), ('tx_depth', 1, 65536),
-                            ('qps', 1, 65536)):
+                            ('qps', 1, 65536), ('tclass', 0, 255)):
         problems.append(checks.check_number(name, params[name], low, high))
     problems.append(checks.check_timeout('ready_timeout', params['ready_timeout'], maximum=300))
     if test in perftest.LAT_TESTS:
@@ -818,6 +823,7 @@ def main():
             tx_depth=dict(type='int'),
             qps=dict(type='int'),
             use_cuda=dict(type='int'),
+            tclass=dict(type='int'),
             report_gbits=dict(type='bool', default=False),
             bidirectional=dict(type='bool', default=False),
             port=dict(type='int', default=DEFAULT_PORT),

@@ -50,6 +50,7 @@ BASE = {
     'evidence_store': {'tarball': '{tmp}/ev/b.tar.gz', 'dest': '{tmp}/ev', 'baseline': {}, 'baseline_link': '{tmp}/baseline'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},
     'preflight_info': {'rdma': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']}, 'required': ['rdma']},
+    'fabric_route': {'dest': '10.0.0.2', 'source': '10.0.0.1', 'interface': 'eth0'},
 }
 
 
@@ -60,6 +61,10 @@ DICT_LISTS = {
         'sample': [{'id': 'hca0', 'server': 'peer-01', 'device': 'mlx5_0', 'port': 18515},
                    {'id': 'hca1', 'server': 'peer-02', 'device': 'mlx5_1', 'port': 18516}],
         'replaces': ('server', 'device', 'log_path', 'exe'),
+    },
+    ('iperf3', 'sessions'): {
+        'sample': [{'id': 'p1', 'port': 5201, 'bind': '10.0.0.1'}, {'id': 'p2', 'port': 5202, 'bind': '10.0.0.1'}],
+        'replaces': ('bind',),
     },
     # preflight_info's reads take their modules' options (a dict each): every text value of one made hostile.
     ('preflight_info', 'rdma'): {'sample': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']}, 'replaces': ()},
