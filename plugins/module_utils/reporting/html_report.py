@@ -36,7 +36,6 @@ __metaclass__ = type
 import base64
 import hashlib
 import io
-import multiprocessing
 import os
 import re
 import textwrap
@@ -511,12 +510,6 @@ def _chart_svg(node, key, prefix):
     return _drift_chart(node, prefix)
 
 
-# The charts a page draws, for the forked workers of _draw_charts (inherited, never pickled): [(node, key, prefix)].
-_CHART_JOBS = []
-# Below this many charts a pool costs more than it saves.
-_POOL_MIN_CHARTS = 4
-
-
 class ChartFailure(object):
     """A chart that could not be drawn: why (the exception, as text), in place of its SVG."""
 
@@ -532,28 +525,13 @@ def _draw_one(node, key, prefix):
         return ChartFailure('cannot draw the %s chart: %s: %s' % (key, type(exc).__name__, exc))
 
 
-def _draw_job(index):
-    node, key, prefix = _CHART_JOBS[index]
-    return _draw_one(node, key, prefix)
-
-
 def _draw_charts(jobs):
-    """The SVG (or ChartFailure) of every (node, key, prefix) in ``jobs``, in order.
+    """The SVG (or ChartFailure) of every (node, key, prefix) in ``jobs``, in order, one after another.
 
-    Each chart costs matplotlib about half a second of CPU and the page of a fleet holds three or more per node, so
-    they are drawn side by side in forked workers, one per CPU the process may use (the charts depend only on their
-    node, and the workers inherit the rc settings the caller set).  One CPU, few charts, or no fork: drawn in turn.
+    Not in forked workers: the report runs inside an Ansible worker, a fork of a process with threads, and a fork of it
+    can inherit a lock another thread held (Python 3.12 and later warn of it; on 3.13 a chart worker hung on one).
     """
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
-    workers = min(cpus, len(jobs))
-    if workers < 2 or len(jobs) < _POOL_MIN_CHARTS or 'fork' not in multiprocessing.get_all_start_methods():
-        return [_draw_one(*job) for job in jobs]
-    _CHART_JOBS[:] = jobs
-    try:
-        with multiprocessing.get_context('fork').Pool(workers) as pool:
-            return pool.map(_draw_job, range(len(jobs)), chunksize=1)
-    finally:
-        _CHART_JOBS[:] = []
+    return [_draw_one(*job) for job in jobs]
 
 
 def draw_charts(nodes):
