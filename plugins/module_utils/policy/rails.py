@@ -11,7 +11,8 @@ are graded and tested; every other port is recorded (``info``) and never held ag
   explicit list (inventory ``netval_rdma_devices``), which wins.
 * ``select_rails(rdma, selector)``: every port of rdma_info's ``devices`` with whether it is a rail and why not; the
   rails that are Active, as rdma_info's ``live_ports`` entries, in the devices' natural order (mlx5_2 before mlx5_10),
-  never re-ordered by whether a port has an address.
+  never re-ordered by whether a port has an address.  Rails are of one link layer: a selector of any link layer that
+  matches Active ports of both keeps the one most of them have (InfiniBand on a tie).
 * ``rail_pairs(node_rails, peer_rails, rails_map)``: node rail to peer rail by rail identity - an explicit map first,
   then the same device name, then the same IPv4 subnet - never across link layers or rates; a node rail no peer rail
   matches is a planning problem with our cause, never silently measured against another rail.
@@ -135,6 +136,7 @@ def select_rails(rdma, select):
             entry['why'] = _why_not(select, entry, netdevs)
             entry['selected'] = entry['why'] is None
             ports.append(entry)
+    _one_link_layer(select, ports)
     rails = []
     for entry in ports:
         found = live.get((entry['device'], str(entry['port'])))
@@ -143,6 +145,28 @@ def select_rails(rdma, select):
     return {'rails': rails, 'ports': ports, 'select': select,
             'devices': sorted(set(p['device'] for p in ports if p['selected']), key=natural_key),
             'netdevs': [rail['netdev'] for rail in rails if rail.get('netdev')]}
+
+
+def _one_link_layer(select, ports):
+    """Rails of one link layer: a selector of any link layer that matched Active ports of both (a 100 Gb/s front-end
+    Ethernet card beside 100 Gb/s InfiniBand rails, a 200 GbE storage port beside HDR rails) keeps the link layer most
+    of them have (InfiniBand on a tie: a box's second link layer is its front-end or storage one) and records why the
+    others are left out.  An explicit device list is taken as it is."""
+    if select.get('devices') or select.get('link_layer') not in (None, 'any'):
+        return
+    counts = {}
+    for entry in ports:
+        if entry['selected'] and entry['active'] and entry['link_layer']:
+            counts[entry['link_layer']] = counts.get(entry['link_layer'], 0) + 1
+    if len(counts) < 2:
+        return
+    kept = sorted(counts, key=lambda layer: (-counts[layer], layer != 'InfiniBand', layer))[0]
+    for entry in ports:
+        if entry['selected'] and entry['link_layer'] and entry['link_layer'] != kept:
+            entry['selected'] = False
+            entry['why'] = ('link layer %s, the rails are %s (of the Active ports that match the tier %d are %s, %d %s; '
+                            'netval_rdma_devices or nics.select.link_layer chooses otherwise)'
+                            % (entry['link_layer'], kept, counts[kept], kept, counts.get(entry['link_layer'], 0), entry['link_layer']))
 
 
 def _port_number(number):

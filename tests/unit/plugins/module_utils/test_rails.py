@@ -102,6 +102,35 @@ def test_an_explicit_list_of_rails_wins_and_a_slow_rail_on_it_is_a_rate_reject(t
     assert not [f for f in found if f['check'] == 'nic_count' and f['status'] == 'reject']
 
 
+def test_rails_of_any_link_layer_keep_the_one_most_ports_have_and_infiniband_on_a_tie(tmp_path):
+    # The real H100 tree under a 200 Gb/s selector of any link layer: its BlueField bond (Ethernet, 200) is the only
+    # match, so it is the rail; with the eight NDR ports at 200 too (synthetic), they win and the bond is left out.
+    box = sysfs_box(tmp_path)
+    alone = rails.select_rails(box, {'link_layer': 'any', 'rate_gbps': 200})
+    assert [r['device'] for r in alone['rails']] == ['mlx5_bond_0']
+    hdr = copy.deepcopy(box)
+    for name, device in hdr['devices'].items():
+        device['ports'][1]['rate_gbps'] = 200
+    hdr['live_ports'] = [dict(p, rate_gbps=200) for p in hdr['live_ports']]
+    chosen = rails.select_rails(hdr, {'link_layer': 'any', 'rate_gbps': 200})
+    assert len(chosen['rails']) == 8 and 'mlx5_bond_0' not in [r['device'] for r in chosen['rails']]
+    assert [p['why'] for p in chosen['ports'] if p['device'] == 'mlx5_bond_0'] == [
+        'link layer Ethernet, the rails are InfiniBand (of the Active ports that match the tier 8 are InfiniBand, 1 Ethernet; '
+        'netval_rdma_devices or nics.select.link_layer chooses otherwise)']
+    # A tie (two 100 Gb/s InfiniBand rails beside a dual-port 100 GbE front-end card): InfiniBand.
+    tie = {'devices': {}, 'live_ports': []}
+    for index, layer in enumerate(['InfiniBand', 'InfiniBand', 'Ethernet', 'Ethernet']):
+        name = 'mlx5_%d' % index
+        tie['devices'][name] = {'netdevs': ['n%d' % index], 'ports': {1: {'state': 'ACTIVE', 'state_code': 4, 'rate_gbps': 100,
+                                                                        'link_layer': layer}}}
+        tie['live_ports'].append({'device': name, 'port': 1, 'link_layer': layer, 'rate_gbps': 100, 'netdev': 'n%d' % index})
+    chosen = rails.select_rails(tie, rails.rail_selector(TIERS['100G']))
+    assert [r['device'] for r in chosen['rails']] == ['mlx5_0', 'mlx5_1']
+    # Named link layer or devices: taken as they are.
+    assert [r['device'] for r in rails.select_rails(tie, {'link_layer': 'Ethernet'})['rails']] == ['mlx5_2', 'mlx5_3']
+    assert len(rails.select_rails(tie, {'devices': ['mlx5_0', 'mlx5_2']})['rails']) == 2
+
+
 def test_a_netdev_pattern_chooses_the_rails_and_a_bad_selector_is_named():
     chosen = rails.select_rails(ibstat_box(), {'netdev_pattern': r'^ens(0|3|4|6)$'})
     assert [r['device'] for r in chosen['rails']] == ['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_6']
