@@ -1,6 +1,8 @@
 """netval lab CLI: ``python -m lab.netval_lab up|down|status|fault`` (run as root from the repo root).
 
     up --profile P --nodes N --peers M   build (or keep, when already up with the same arguments) the lab
+       [--site real|ideal]               a real site (default: rails on switches, storage and front-end NICs, IPoIB MTUs,
+                                         nodes addressed on some rails, a shaped management network) or the ideal boxes
        [--unpinned]                      new nodes name no netval_peer: each takes the first free healthy peer
                                          (only the inventory changes; a lab already up keeps running)
        [--mesh]                          also link every new node to every other one, so an accepted node can
@@ -17,10 +19,14 @@ import sys
 import time
 
 from . import IPERF3_PORT, LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, PERFTEST_PORT, REPO_ROOT, netns_name, node_dir
-from . import inventory, netns
+from . import inventory, netns, site
 from .netns import LabError
 
-REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'node-down', 'peer-down', 'peer-down-midrun', 'port-busy', 'module-crash')
+REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'node-down', 'peer-down', 'peer-down-midrun', 'port-busy', 'module-crash',
+               'fabric-unaddressed', 'fabric-route-mgmt')
+# Faults of a real site's addressing (site.py): the node's rails lose their addresses, or keep them as /32s (no on-link route,
+# so the route to the peer's rail address falls back to the default route, the management network).
+SITE_FAULTS = ('fabric-unaddressed', 'fabric-route-mgmt')
 # The management link of every lab host, inside its namespace (netns.add_mgmt_link): down, Ansible cannot reach it.
 MGMT_IF = 'mgmt0'
 # module-crash: the node's Python (set in a host_vars file the fault writes) raises before any module can answer.
@@ -90,8 +96,12 @@ def mesh_links(node_names):
 MESH_INDEX_BASE = 10000
 
 
-def plan(profile_name, profile, nodes, peers, mesh=False):
-    """The lab's layout: hosts, addresses, links (pure; nothing is created); ``mesh`` also links the new nodes together."""
+def plan(profile_name, profile, nodes, peers, mesh=False, site_name=site.DEFAULT_SITE):
+    """The lab's layout: hosts, addresses, links (pure; nothing is created); ``mesh`` also links the new nodes together.
+
+    On a real site with rails (site.rail_fabric) there are no node-peer links: every host's ports are planned by build()
+    (site.host_ports), each rail a switch every host is on, so the new nodes reach each other too.
+    """
     node_names = ['node%02d' % i for i in range(1, nodes + 1)]
     peer_names = ['peer%02d' % j for j in range(1, peers + 1)]
     order = node_names + peer_names
@@ -101,15 +111,16 @@ def plan(profile_name, profile, nodes, peers, mesh=False):
         hosts[host] = {'role': role, 'netns': netns_name(host), 'mgmt_ip': '%s.%d' % (netns.MGMT_PREFIX, 10 + i),
                        'node_dir': node_dir(host)}
     links = []
+    rails = site.rail_fabric(site_name, profile.get('tier'))
     for i, node in enumerate(node_names):
         hosts[node]['peer'] = peer_names[i % peers]
-        for j, peer in enumerate(peer_names):
+        for j, peer in enumerate(peer_names if not rails else []):
             k = i * peers + j
             links.append({'index': k, 'node': node, 'peer': peer, 'node_if': 'fab-' + peer, 'peer_if': 'fab-' + node,
                           'node_ip': '10.252.%d.1' % k, 'peer_ip': '10.252.%d.2' % k, 'prefix': 30, 'mtu': netns.FABRIC_MTU})
-    return {'profile': profile_name, 'profile_path': profile.get('path'), 'tier': profile.get('tier'),
-            'nodes': nodes, 'peers': peers, 'order': order, 'hosts': hosts, 'links': links,
-            'mesh': bool(mesh), 'mesh_links': mesh_links(node_names) if mesh else [],
+    return {'profile': profile_name, 'profile_path': profile.get('path'), 'tier': profile.get('tier'), 'site': site_name,
+            'rails': rails, 'nodes': nodes, 'peers': peers, 'order': order, 'hosts': hosts, 'links': links,
+            'mesh': bool(mesh), 'mesh_links': mesh_links(node_names) if mesh and not rails else [],
             'bridge': netns.BRIDGE, 'mgmt_gateway': netns.MGMT_GATEWAY, 'faults': [], 'status': 'building',
             'created': time.time(), 'repo_root': REPO_ROOT}
 
@@ -130,6 +141,7 @@ def peers_info(lab, host):
                'remote_ip': entry['remote_ip'], 'remote_netdev': entry['remote_ifname']} for entry in links]
     return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'peer': info.get('peer'),
             'links': links, 'fabric': fabric, 'lab_root': LAB_ROOT, 'repo_root': REPO_ROOT,
+            'site': lab.get('site', 'ideal'), 'ports': info.get('ports'),
             'nodes': [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new'],
             'peers': [h for h in lab['order'] if lab['hosts'][h]['role'] == 'peer']}
 
@@ -163,24 +175,25 @@ def cmd_up(args):
     dcgmi_seconds = getattr(args, 'dcgmi_seconds', None)
     if dcgmi_seconds is not None and not 0 <= dcgmi_seconds <= 3600:
         raise LabError('--dcgmi-seconds must be between 0 and 3600 (got %s)' % dcgmi_seconds)
-    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds, mesh)
+    site_name = getattr(args, 'site', None) or site.DEFAULT_SITE
+    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds, mesh, site_name)
     # A lab another checkout built runs that checkout's tools: it is rebuilt from this one.
     if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', ''),
-                    current.get('dcgmi_seconds'), bool(current.get('mesh'))) == wanted \
+                    current.get('dcgmi_seconds'), bool(current.get('mesh')), current.get('site', 'ideal')) == wanted \
             and current.get('repo_root') == REPO_ROOT and lab_is_healthy(current):
         # Pinning is the inventory's alone: the same lab serves both, only hosts.yml is rewritten.
         current['unpinned'] = unpinned
         save_lab(current)
         inventory.write(current)
-        say('lab already up: profile %s, %d new node(s), %d peer(s)%s; nothing to do'
-            % (args.profile, args.nodes, args.peers, ', unpinned' if unpinned else ''))
+        say('lab already up: profile %s, %d new node(s), %d peer(s), %s site%s; nothing to do'
+            % (args.profile, args.nodes, args.peers, site_name, ', unpinned' if unpinned else ''))
         print_access(current)
         return 0
     if current or netns.lab_namespaces() or netns.root_links() or os.path.exists(LAB_ROOT):
         say('tearing down the existing lab first')
         cmd_down(argparse.Namespace(quiet=True))
 
-    lab = plan(args.profile, profile, args.nodes, args.peers, mesh=mesh)
+    lab = plan(args.profile, profile, args.nodes, args.peers, mesh=mesh, site_name=site_name)
     lab['node_profiles'] = args.node_profiles or ''
     lab['unpinned'] = unpinned
     lab['dcgmi_seconds'] = dcgmi_seconds
@@ -192,8 +205,8 @@ def cmd_up(args):
         say('lab up failed; removing what was built')
         netns.teardown()
         raise
-    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s)%s%s'
-        % (time.time() - started, args.profile, args.nodes, args.peers, ', unpinned' if unpinned else '',
+    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s), %s site%s%s'
+        % (time.time() - started, args.profile, args.nodes, args.peers, site_name, ', unpinned' if unpinned else '',
            ', nodes meshed' if mesh else ''))
     print_access(lab)
     return 0
@@ -232,6 +245,8 @@ def build(lab, profile, hardware, node_profiles=None):
         netns.add_docker_bridge(host)
     for link in lab['links'] + lab.get('mesh_links', []):
         netns.add_fabric_link(link)
+    if lab.get('site') == 'real':
+        build_site(lab, profile, node_profiles or {})
     for host in lab['order']:
         info = lab['hosts'][host]
         host_info = peers_info(lab, host)
@@ -252,6 +267,30 @@ def build(lab, profile, hardware, node_profiles=None):
     lab['ssh_key'] = key
     save_lab(lab)
     inventory.write(lab)
+
+
+def build_site(lab, profile, node_profiles):
+    """A real site (site.py): the management network shaped and the default route; with rails, a switch per rail and the
+    storage and front-end networks, and every host's ports (lab['hosts'][host]['ports'])."""
+    profiles = _profiles()
+    for host in lab['order']:
+        netns.shape_management(host, site.MGMT_GATEWAY, site.MGMT_RATE)
+    if not lab.get('rails'):
+        return
+    for index, host in enumerate(lab['order'], start=1):
+        info = lab['hosts'][host]
+        hw = profiles.resolve_role(node_profiles.get(host, profile), info['role'])
+        nics = site.host_nics(hw, len(hw['nics']))
+        info['ports'] = site.host_ports(index, info['role'], nics, len(hw['nics']))
+        info['host_index'] = index
+    bridges = sorted(set(port['bridge'] for info in lab['hosts'].values() for port in info['ports'] if port['bridge']))
+    for name in bridges:
+        netns.create_switch(name)
+    for host in lab['order']:
+        info = lab['hosts'][host]
+        for port_index, port in enumerate(info['ports']):
+            netns.add_site_port(host, info['host_index'], port_index, port)
+    save_lab(lab)
 
 
 def summarize_state(state):
@@ -291,14 +330,18 @@ def cmd_down(args):
     return 0
 
 
+def _fabric_ifnames(lab, host):
+    """The host's fabric netdevs: its rail ports on a real site, else its end of each node-peer link."""
+    if lab.get('rails'):
+        return [port['netdev'] for port in lab['hosts'][host].get('ports') or [] if port['kind'] == 'rail']
+    return [link['node_if'] if link['node'] == host else link['peer_if'] for link in lab['links'] if host in (link['node'], link['peer'])]
+
+
 def host_status(lab, host):
     info = lab['hosts'][host]
     exists = info['netns'] in netns.lab_namespaces()
     links = []
-    for link in lab['links']:
-        if host not in (link['node'], link['peer']):
-            continue
-        ifname = link['node_if'] if link['node'] == host else link['peer_if']
+    for ifname in _fabric_ifnames(lab, host):
         state = netns.link_info(host, ifname) if exists else None
         if state is None:
             links.append({'ifname': ifname, 'up': False, 'mtu': None, 'qdisc': None})
@@ -324,8 +367,8 @@ def cmd_status(args):
         say(json.dumps({'up': lab.get('status') == 'up', 'profile': lab['profile'], 'tier': lab['tier'],
                         'hosts': rows, 'faults': lab.get('faults', [])}, indent=2))
         return 0
-    say('profile %s (tier %s), %d new node(s), %d peer(s), status %s' % (
-        lab['profile'], lab['tier'], lab['nodes'], lab['peers'], lab.get('status')))
+    say('profile %s (tier %s), %d new node(s), %d peer(s), %s site, status %s' % (
+        lab['profile'], lab['tier'], lab['nodes'], lab['peers'], lab.get('site', 'ideal'), lab.get('status')))
     say('%-8s %-5s %-13s %-5s %-5s %-44s %s' % ('HOST', 'ROLE', 'MGMT_IP', 'MGMT', 'SSHD', 'FABRIC (link state/mtu/qdisc)', 'FAULTS'))
     for row in rows:
         fabric = ' '.join('%s:%s/%s/%s' % (entry['ifname'], 'up' if entry['up'] else 'DOWN', entry['mtu'], entry['qdisc'])
@@ -337,8 +380,19 @@ def cmd_status(args):
 
 
 def _node_link(lab, node):
+    """The node's link to its peer that a fault acts on: on a real site the node's first addressed rail (the one its IP
+    tests ride) and the peer's port on that rail, with the root-namespace ends of both ports; else their node-peer link."""
     peer = lab['hosts'][node]['peer']
-    return [link for link in lab['links'] if link['node'] == node and link['peer'] == peer][0]
+    if not lab.get('rails'):
+        return [link for link in lab['links'] if link['node'] == node and link['peer'] == peer][0]
+    node_info, peer_info = lab['hosts'][node], lab['hosts'][peer]
+    rails = [(i, p) for i, p in enumerate(node_info['ports']) if p['kind'] == 'rail']
+    index, port = ([(i, p) for i, p in rails if p['ip']] or rails)[0]
+    peer_index, peer_port = [(i, p) for i, p in enumerate(peer_info['ports']) if p['rail'] == port['rail']][0]
+    return {'node': node, 'peer': peer, 'node_if': port['netdev'], 'peer_if': peer_port['netdev'], 'node_ip': port['ip'],
+            'peer_ip': peer_port['ip'], 'rail': port['rail'], 'mtu': port['mtu'],
+            'node_root': netns.port_root_name(node_info['host_index'], index),
+            'peer_root': netns.port_root_name(peer_info['host_index'], peer_index)}
 
 
 def _set_fabric_mtu(host, ifname, mtu):
@@ -380,7 +434,14 @@ def cmd_fault(args):
     link = _node_link(lab, node)
     peer = link['peer']
     record = {'name': name, 'node': node, 'peer': peer, 'since': time.time()}
-    if name == 'slow-link':
+    if name in SITE_FAULTS and not lab.get('rails'):
+        raise LabError('fault %s changes a real site\'s rail addresses: bring the lab up with --site real' % name)
+    if name == 'slow-link' and lab.get('rails'):
+        # The node's cable on its rail: both directions of that port (its netdev and its switch port), whichever peer.
+        netns.shape(node, link['node_if'], SLOW_LINK_RATE)
+        netns.shape_root(link['node_root'], SLOW_LINK_RATE)
+        record.update(rate=SLOW_LINK_RATE, rail=link['rail'], netdev=link['node_if'])
+    elif name == 'slow-link':
         netns.shape(node, link['node_if'], SLOW_LINK_RATE)
         netns.shape(peer, link['peer_if'], SLOW_LINK_RATE)
         record['rate'] = SLOW_LINK_RATE
@@ -389,7 +450,7 @@ def cmd_fault(args):
         # end (--side peer) is visible only to real packets, the jumbo ping of a validation.
         host, ifname = (peer, link['peer_if']) if args.side == 'peer' else (node, link['node_if'])
         _set_fabric_mtu(host, ifname, MISMATCH_MTU)
-        record['mtu'] = {node: netns.FABRIC_MTU, peer: netns.FABRIC_MTU}
+        record['mtu'] = {node: link.get('mtu', netns.FABRIC_MTU), peer: link.get('mtu', netns.FABRIC_MTU)}
         record['mtu'][host] = MISMATCH_MTU
         record['side'] = args.side
     elif name == 'link-flap':
@@ -402,6 +463,11 @@ def cmd_fault(args):
         netns.set_link(peer, MGMT_IF, False)
     elif name == 'module-crash':
         _write_crash_python(node)
+    elif name in SITE_FAULTS:
+        for port in lab['hosts'][node]['ports']:
+            if port['kind'] == 'rail' and port['ip']:
+                netns.set_port_address(node, port['netdev'], None if name == 'fabric-unaddressed' else port['ip'],
+                                       port['prefix'] if name == 'fabric-unaddressed' else 32)
     elif name == 'peer-down-midrun':
         record['pid'] = netns.start_down_midrun(peer)
     elif name == 'port-busy':
@@ -434,6 +500,9 @@ def clear_faults(lab):
     nodes = [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new']
     for host in lab['order']:
         netns.set_link(host, MGMT_IF, True)
+        if lab.get('site') == 'real':
+            # A link set down loses its routes: the management network is the default route again.
+            netns.shape_management(host, site.MGMT_GATEWAY, site.MGMT_RATE)
         if os.path.exists(_crash_host_vars(host)):
             os.unlink(_crash_host_vars(host))
     for node in nodes:
@@ -443,6 +512,18 @@ def clear_faults(lab):
             netns.unshape(host, ifname)
             _set_fabric_mtu(host, ifname, netns.FABRIC_MTU)
             netns.set_link(host, ifname, True)
+    if lab.get('rails'):
+        # Every rail port back as planned: unshaped (its switch port too), its MTU, link state and address.
+        for host in lab['order']:
+            info = lab['hosts'][host]
+            for index, port in enumerate(info['ports']):
+                if port['kind'] != 'rail':
+                    continue
+                netns.unshape(host, port['netdev'])
+                netns.unshape_root(netns.port_root_name(info['host_index'], index))
+                _set_fabric_mtu(host, port['netdev'], port['mtu'])
+                netns.set_link(host, port['netdev'], port['up'])
+                netns.set_port_address(host, port['netdev'], port['ip'], port['prefix'])
     for host in lab['order']:
         netns.stop_pidfile(os.path.join(node_dir(host), 'busy-ports.pid'))
         netns.stop_pidfile(os.path.join(node_dir(host), 'down-midrun.pid'))
@@ -462,6 +543,9 @@ def parser():
     sub = top.add_subparsers(dest='command', required=True)
     up = sub.add_parser('up', help='build the lab (idempotent)')
     up.add_argument('--profile', default='healthy-400g', help='lab/profiles/<name>.yml (default healthy-400g)')
+    up.add_argument('--site', choices=site.SITES, default=site.DEFAULT_SITE,
+                    help='real (default): rails on switches, storage and front-end NICs, IPoIB MTUs, nodes addressed on some '
+                         'rails, a 1 Gbit/s management network as the default route; ideal: the lab\'s first boxes')
     up.add_argument('--node-profiles', default='', help='per-node profiles of the same tier, e.g. node02=gen4-nic0,node03=platform-slow')
     up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)
     up.add_argument('--peers', type=int, default=1, help='known-good peers, 1..%d (default 1)' % MAX_PEERS)

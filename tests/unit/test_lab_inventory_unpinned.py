@@ -11,8 +11,9 @@ from lab.netval_lab import __main__ as lab_cli
 from lab.netval_lab import inventory
 
 
-def lab_plan(nodes=5, peers=2):
-    return lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400G'}, nodes, peers)
+def lab_plan(nodes=5, peers=2, site_name='ideal'):
+    return lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400G'}, nodes, peers,
+                        site_name=site_name)
 
 
 def groups_of(folder):
@@ -43,6 +44,16 @@ def test_unpinned_leaves_only_netval_peer_out():
     assert not [h for h, hvars in built['new_nodes']['hosts'].items() if 'netval_peer' in hvars]
     # peers' variables do not change
     assert built['known_good_peers'] == inventory.build(lab)['all']['children']['lab']['children']['known_good_peers']
+
+
+def test_a_real_site_inventory_names_no_fabric_address_pinned_or_not():
+    # on a real site the collection reads each box's rail addresses; the inventory names none (as most operators' do)
+    lab = lab_plan(site_name='real')
+    for host in ('node01', 'node02', 'peer01'):
+        for unpinned in (False, True):
+            hvars = inventory.host_vars(lab, host, unpinned=unpinned)
+            assert not [name for name in hvars if 'fabric' in name]
+            assert ('netval_peer' in hvars) == (host.startswith('node') and not unpinned)
 
 
 @pytest.mark.parametrize('stored, explicit, pinned', [(None, None, True), (False, None, True), (True, None, False),
@@ -96,7 +107,8 @@ def _stub_lab(monkeypatch, current):
 
 
 def up_args(unpinned, nodes=2, peers=1):
-    return argparse.Namespace(profile='healthy-400g', nodes=nodes, peers=peers, node_profiles='', unpinned=unpinned)
+    return argparse.Namespace(profile='healthy-400g', nodes=nodes, peers=peers, node_profiles='', unpinned=unpinned,
+                              site='ideal')
 
 
 @pytest.mark.parametrize('unpinned', [True, False])
