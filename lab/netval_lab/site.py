@@ -93,7 +93,7 @@ def _address(net, host_index):
 
 def host_nics(hw, rails):
     """A real site's box: its profile's compute NICs (the first ``rails``) and the site's front-end and storage NICs."""
-    compute = [nic for nic in hw['nics']][:rails]
+    compute = list(hw['nics'])[:rails]
     return compute + extra_nics(rails, compute[0])
 
 

@@ -308,7 +308,7 @@ def tool_ethtool(state, args):
              ('module_bus_stuck', 0), ('module_high_temp', 0), ('module_bad_shorted', 0)]
     if ib and nic.get('netdev_real') and state.get('site') == 'real':
         # An IPoIB netdev counts its own packets; InfiniBand has no pause frames, no priorities, no Ethernet PHY counters.
-        stats = [(key, value) for key, value in stats[:14]]
+        stats = list(stats[:14])
     out('NIC statistics:')
     for key, value in stats:
         out('     %s: %d' % (key, value))

@@ -20,7 +20,7 @@ description:
     that already exited, or whose pid now belongs to another process, counts as stopped (RV(server_state) says which).
   - With O(role=client), runs C(iperf3 -c) against a server and returns the measured throughput taken from the receiver's side,
     retransmits, UDP loss, per-stream figures, the slowest interval and CPU load.
-  - With O(sessions), one call starts, runs or stops several iperf3 processes at once, each on its own port (and core):
+  - With O(sessions), one call starts, runs or stops several iperf3 processes at once, each on its own port (and core);
     the servers side by side, the clients all at the same moment, their receiver figures summed in RV(received_bps). Before
     iperf3 3.16 one process runs every stream in one thread, which tops out far below a 100-400 Gb/s link.
   - Rates are in bits per second, decimal (1 Gbit/s = 1e9 bits/s), as iperf3 reports them.

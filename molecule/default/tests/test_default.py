@@ -43,7 +43,7 @@ def test_lab_tools_come_first_on_path(host):
 
 
 def test_rail_is_up_at_its_mtu(host):
-    netdev, mtu, _ = _first_addressed_rail(host.backend.get_hostname())
+    netdev, mtu, _peer_ip = _first_addressed_rail(host.backend.get_hostname())
     assert host.interface(netdev).exists
     assert host.file('/sys/class/net/%s/mtu' % netdev).content_string.strip() == str(mtu)
 

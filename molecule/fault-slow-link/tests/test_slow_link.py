@@ -15,7 +15,7 @@ def _rail(name):
 
 def test_rail_shaping_matches_the_fault(host):
     name = host.backend.get_hostname()
-    netdev, _ = _rail(name)
+    netdev, _mtu = _rail(name)
     qdisc = host.check_output('tc qdisc show dev %s' % netdev)
     if name == 'node01':
         assert 'tbf' in qdisc and 'rate 1Gbit' in qdisc

@@ -369,7 +369,7 @@ def ib_counter_figures(snapshots, metrics, peer, devices, peer_of=None):
         errors['moved'] = [box for box, grew in (('node', errors['value']), (peer, far_errors)) if grew]
         errors['as_printed'] = '%s +%d (%s); %s %s %s' % (
             device, errors['value'], ', '.join('%s +%d' % (n, deltas.get(n, 0)) for n in IB_ERROR_COUNTERS), peer, other,
-            '+%d (%s)' % (far_errors, ', '.join('%s +%d' % (n, far_deltas.get(n, 0)) for n in IB_ERROR_COUNTERS))
+            '+%d (%s)' % (far_errors or 0, ', '.join('%s +%d' % (n, far_deltas.get(n, 0)) for n in IB_ERROR_COUNTERS))
             if far_found else far_why)
         if errors['moved']:
             errors['as_printed'] += '; grew on: %s' % ', '.join(errors['moved'])

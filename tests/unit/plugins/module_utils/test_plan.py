@@ -158,7 +158,7 @@ def test_roce_pair_keeps_each_boxs_device_latency_on_the_first_hca_and_gbits():
              'link_layer': 'Ethernet', 'rate_gbps': 100}]
     made = plan.tier_test_plan(TIERS['roce-pair-2x100g'], node, peer, [], {})
     # Named differently on each box: the one cable's two ends share a /30.
-    assert made['pairs'][0]['paired_by'] == 'subnet 192.168.100.0/30' 
+    assert made['pairs'][0]['paired_by'] == 'subnet 192.168.100.0/30'
     write, = made['runs']['ib_write_bw']
     assert (write['device'], write['peer_device'], write['gid_index'], write['peer_gid_index']) == ('rocep1s0f0', 'rocep1s0f1', 3, 5)
     assert write['report_gbits'] is True and write['metric'] == 'ib_write_bw_gbps'

@@ -121,8 +121,8 @@ def test_rails_of_any_link_layer_keep_the_one_most_ports_have_and_infiniband_on_
     tie = {'devices': {}, 'live_ports': []}
     for index, layer in enumerate(['InfiniBand', 'InfiniBand', 'Ethernet', 'Ethernet']):
         name = 'mlx5_%d' % index
-        tie['devices'][name] = {'netdevs': ['n%d' % index], 'ports': {1: {'state': 'ACTIVE', 'state_code': 4, 'rate_gbps': 100,
-                                                                        'link_layer': layer}}}
+        state = {'state': 'ACTIVE', 'state_code': 4, 'rate_gbps': 100, 'link_layer': layer}
+        tie['devices'][name] = {'netdevs': ['n%d' % index], 'ports': {1: state}}
         tie['live_ports'].append({'device': name, 'port': 1, 'link_layer': layer, 'rate_gbps': 100, 'netdev': 'n%d' % index})
     chosen = rails.select_rails(tie, rails.rail_selector(TIERS['100G']))
     assert [r['device'] for r in chosen['rails']] == ['mlx5_0', 'mlx5_1']
@@ -170,8 +170,8 @@ def test_rails_pair_by_name_then_subnet_never_by_position_or_address_order():
     # Boxes that name their rails differently pair by the subnet each rail lives in.
     other = [port('ibdev%d' % i, '10.252.%d.21' % (3 - i)) for i in range(4)]
     pairs, unpaired = rails.rail_pairs([port('mlx5_%d' % i, '10.252.%d.11' % i) for i in range(4)], other, peer_name='peer01')
-    assert [(p['device'], p['peer_device']) for p in pairs] == [('mlx5_0', 'ibdev3'), ('mlx5_1', 'ibdev2'), ('mlx5_2', 'ibdev1'),
-                                                                 ('mlx5_3', 'ibdev0')]
+    assert [(p['device'], p['peer_device']) for p in pairs] == [
+        ('mlx5_0', 'ibdev3'), ('mlx5_1', 'ibdev2'), ('mlx5_2', 'ibdev1'), ('mlx5_3', 'ibdev0')]
     assert pairs[0]['paired_by'] == 'subnet 10.252.0.0/24'
 
 
@@ -181,8 +181,8 @@ def test_an_explicit_map_wins_and_never_joins_two_link_layers_or_rates():
     pairs, unpaired = rails.rail_pairs(node, peer, {'mlx5_0': 'mlx5_1', 'mlx5_1': 'mlx5_0'}, 'peer01')
     assert [(p['device'], p['peer_device'], p['paired_by']) for p in pairs] == [('mlx5_0', 'mlx5_1', 'netval_rails'),
                                                                                 ('mlx5_1', 'mlx5_0', 'netval_rails')]
-    assert unpaired == [{'device': 'mlx5_2', 'reason': 'no rail of peer01 for mlx5_2 (peer01 mlx5_2: link layer Ethernet against '
-                                                      'InfiniBand)'}]
+    assert unpaired == [{'device': 'mlx5_2',
+                         'reason': 'no rail of peer01 for mlx5_2 (peer01 mlx5_2: link layer Ethernet against InfiniBand)'}]
     with pytest.raises(rails.RailError, match='netval_rails must map'):
         rails.rail_pairs(node, peer, ['mlx5_0'])
 
@@ -196,23 +196,25 @@ def test_a_peer_with_fewer_rails_leaves_the_rest_unpaired_with_our_cause():
 # ---------------------------------------------------------------------------------------------------------- IP path
 
 def test_the_ip_rail_is_the_first_pair_both_ends_address_in_one_subnet_never_the_management_network():
-    pairs, _ = rails.rail_pairs([port('mlx5_0'), port('mlx5_1', '10.252.1.11'), port('mlx5_2', '10.254.0.11')],
-                                [port('mlx5_0', '10.252.0.21'), port('mlx5_1', '10.252.1.21'), port('mlx5_2', '10.254.9.21')])
+    pairs, _unpaired = rails.rail_pairs([port('mlx5_0'), port('mlx5_1', '10.252.1.11'), port('mlx5_2', '10.254.0.11')],
+                                        [port('mlx5_0', '10.252.0.21'), port('mlx5_1', '10.252.1.21'), port('mlx5_2', '10.254.9.21')])
     path = rails.ip_path(pairs, 'node01', 'peer01')
     assert (path['device'], path['node_ip'], path['peer_ip'], path['netdev']) == ('mlx5_1', '10.252.1.11', '10.252.1.21', 'ibmlx5_1')
 
 
 def test_no_fabric_address_names_the_box_and_its_rails():
-    pairs, _ = rails.rail_pairs([port('mlx5_0'), port('mlx5_1')], [port('mlx5_0', '10.252.0.21'), port('mlx5_1', '10.252.1.21')])
+    pairs, _unpaired = rails.rail_pairs([port('mlx5_0'), port('mlx5_1')],
+                                        [port('mlx5_0', '10.252.0.21'), port('mlx5_1', '10.252.1.21')])
     assert rails.ip_path(pairs, 'node01', 'peer01') == {'problem': 'no fabric address for node01 on mlx5_0, mlx5_1'}
-    pairs, _ = rails.rail_pairs([port('mlx5_0', '10.252.0.11'), port('mlx5_1')], [port('mlx5_0'), port('mlx5_1', '10.252.1.21')])
+    pairs, _unpaired = rails.rail_pairs([port('mlx5_0', '10.252.0.11'), port('mlx5_1')],
+                                        [port('mlx5_0'), port('mlx5_1', '10.252.1.21')])
     assert rails.ip_path(pairs, 'node01', 'peer01') == {
         'problem': 'no fabric address for peer01 on mlx5_0 (the rails node01 is addressed on)'}
 
 
 def test_the_inventorys_fabric_address_must_be_on_a_tested_rail():
-    pairs, _ = rails.rail_pairs([port('mlx5_0', '10.252.0.11'), port('mlx5_1', '10.252.1.11')],
-                                [port('mlx5_0', '10.252.0.21'), port('mlx5_1', '10.252.1.21')])
+    pairs, _unpaired = rails.rail_pairs([port('mlx5_0', '10.252.0.11'), port('mlx5_1', '10.252.1.11')],
+                                        [port('mlx5_0', '10.252.0.21'), port('mlx5_1', '10.252.1.21')])
     path = rails.ip_path(pairs, 'node01', 'peer01', node_address='10.252.1.11', peer_address='10.252.1.99')
     assert (path['device'], path['peer_ip']) == ('mlx5_1', '10.252.1.99')
     wrong = rails.ip_path(pairs, 'node01', 'peer01', node_address='10.251.0.11')

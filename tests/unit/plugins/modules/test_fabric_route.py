@@ -13,8 +13,8 @@ def out(name):
 
 
 def test_the_parser_reads_dev_via_and_the_kernels_refusal():
-    assert rdma.parse_ip_route_get(out('onlink_rail')) == {'dest': '10.252.1.12', 'type': 'unicast', 'from': '10.252.1.11', 'via': None,
-                                                            'dev': 'ibp59s0', 'src': None, 'error': None}
+    assert rdma.parse_ip_route_get(out('onlink_rail')) == {
+        'dest': '10.252.1.12', 'type': 'unicast', 'from': '10.252.1.11', 'via': None, 'dev': 'ibp59s0', 'src': None, 'error': None}
     wrong = rdma.parse_ip_route_get(out('via_default_mgmt0_rail_slash32'))
     assert (wrong['dev'], wrong['via']) == ('mgmt0', '10.251.0.254')
     assert rdma.parse_ip_route_get(out('unreachable_stderr'))['error'] == 'Network is unreachable'

@@ -217,8 +217,8 @@ def session_argv(port, bind, affinity=None, duration=3, parallel=4):
 
 
 def test_clients_of_several_processes_run_at_once_and_their_receivers_are_summed():
-    sessions = [{'id': 'iperf3#1', 'port': 5201, 'bind': '10.213.77.1'}, {'id': 'iperf3#2', 'port': 5202, 'bind': '10.213.77.1',
-                                                                           'affinity': 3}]
+    sessions = [{'id': 'iperf3#1', 'port': 5201, 'bind': '10.213.77.1'},
+                {'id': 'iperf3#2', 'port': 5202, 'bind': '10.213.77.1', 'affinity': 3}]
     calls = [Call(session_argv(5201, '10.213.77.1'), 0, out('tcp_p4_client_json'), seconds=0.3),
              Call(session_argv(5202, '10.213.77.1', 3), 0, out('tcp_p4_client_json'), seconds=0.3)]
     result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'parallel': 4, 'duration': 3,
