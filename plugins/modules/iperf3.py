@@ -49,7 +49,11 @@ options:
     description: Local IP address to bind to (C(-B)), to test one NIC of a multi-NIC node.
     type: str
   affinity:
-    description: The CPU core to pin the iperf3 process to (C(-A)), for example one on the NIC's NUMA node.
+    description:
+      - The CPU core to pin the iperf3 process to (C(-A)), for example one on the NIC's NUMA node.
+      - A core this host does not let the module's processes run on (outside its CPU affinity mask, or past its last CPU:
+        iperf3 would fail with C(unable to set CPU affinity)) is not used; the process runs unpinned, says so in
+        RV(affinity_note) and warns.
     type: int
   sessions:
     description:
@@ -242,10 +246,17 @@ servers:
 clients:
   description:
     - With O(sessions) and O(role=client), each client's result (C(id), C(port), C(cmd), C(received_bps), C(sent_bps),
-      C(retransmits), C(cpu), C(stdout)...) in the order of O(sessions).
+      C(retransmits), C(cpu), C(stdout), C(affinity_note)...) in the order of O(sessions).
   returned: role=client with sessions
   type: list
   elements: dict
+affinity_note:
+  description:
+    - Why the process ran unpinned although O(affinity) named a core (the core is not one this host lets it run on);
+      absent when it ran as asked. With O(sessions), in each entry of RV(servers) or RV(clients).
+  returned: when O(affinity) named a core that could not be used
+  type: str
+  sample: core 48 is not one this host lets the process run on (allowed 0-1); it ran unpinned
 protocol:
   description: V(tcp) or V(udp), as iperf3 reported it.
   returned: role=client
@@ -429,12 +440,50 @@ def validate(module):
     return sessions
 
 
+def allowed_cpus():
+    """The CPUs this process may run on (its affinity mask: cgroups, isolcpus, taskset), or None when unknown."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_ranges(cpus):
+    cpus = sorted(cpus)
+    ranges = []
+    for cpu in cpus:
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ','.join(str(a) if a == b else '%d-%d' % (a, b) for a, b in ranges)
+
+
+def usable_affinity(params):
+    """(params, note): the params without O(affinity) when the core is not one this host lets the process run on (iperf3
+    would fail: "unable to set CPU affinity"), with the sentence that says so; else as they are and None."""
+    core = params.get('affinity')
+    allowed = allowed_cpus() if core is not None else None
+    if core is None or allowed is None or core in allowed:
+        return params, None
+    return (dict(params, affinity=None),
+            'core %d is not one this host lets the process run on (allowed %s); it ran unpinned' % (core, _cpu_ranges(allowed)))
+
+
 def gbps(bps):
     return round(bps / 1e9, 3) if bps is not None else None
 
 
 def client_fields(runner, params, check_mode=False):
     """(fields, failure) of one client run: ``failure`` is (error_class, detail) or None; ``fields`` the module's result."""
+    params, note = usable_affinity(params)
+    fields, failed = _client_fields(runner, params, check_mode)
+    if note:
+        fields['affinity_note'] = note
+    return fields, failed
+
+
+def _client_fields(runner, params, check_mode):
     args = build_iperf3_argv(params)
     timeout = params['timeout'] or params['duration'] + params['omit'] + 30
     binary = runner.find('iperf3')
@@ -482,6 +531,8 @@ def fail_fields(module, fields, error_class, detail):
 
 def run_client(module, runner):
     fields, failed = client_fields(runner, module.params, module.check_mode)
+    if fields.get('affinity_note'):
+        module.warn('%s: %s' % (hostname(), fields['affinity_note']))
     if failed:
         fail_fields(module, fields, failed[0], failed[1])
     if not module.check_mode and fields['received_bps'] is None:
@@ -505,6 +556,8 @@ def run_clients(module, runner, sessions):
     failures = []
     for params, (fields, failed) in zip(sessions, done):
         entry = dict(fields, id=params['id'])
+        if fields.get('affinity_note'):
+            module.warn('%s: iperf3 client %s: %s' % (hostname(), params['id'], fields['affinity_note']))
         entry.pop('changed', None)
         if failed:
             entry.update(failure(failed[0]), msg='`%s` failed (%s): %s' % (fields.get('cmd'), failed[0], failed[1]))
@@ -527,6 +580,14 @@ def run_clients(module, runner, sessions):
 
 def start_one(runner, params, check_mode):
     """(fields, failure) of one server start: ``failure`` is (error_class, message) or None."""
+    params, note = usable_affinity(params)
+    fields, failed = _start_one(runner, params, check_mode)
+    if note:
+        fields['affinity_note'] = note
+    return fields, failed
+
+
+def _start_one(runner, params, check_mode):
     binary = runner.find('iperf3')
     argv = [binary] + build_iperf3_argv(params)
     cmd = render_cmd(argv)
@@ -548,6 +609,8 @@ def start_one(runner, params, check_mode):
 
 def start(module, runner):
     fields, failed = start_one(runner, module.params, module.check_mode)
+    if fields.get('affinity_note'):
+        module.warn('%s: %s' % (hostname(), fields['affinity_note']))
     if failed:
         extra = failure(failed[0])
         fields.pop('changed', None)
@@ -563,6 +626,9 @@ def start_sessions(module, runner, sessions):
         fields, failed = start_one(runner, params, module.check_mode)
         entry = dict(fields, id=params['id'], bind=params['bind'], affinity=params['affinity'])
         entry.pop('changed', None)
+        if fields.get('affinity_note'):
+            entry['affinity'] = None
+            module.warn('%s: iperf3 server %s: %s' % (hostname(), params['id'], fields['affinity_note']))
         if failed:
             entry.update(failure(failed[0]), pid=None, msg=failed[1])
             failures.append((params['id'], failed))

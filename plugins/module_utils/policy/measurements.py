@@ -150,6 +150,10 @@ def iperf3(result, subject, metric, peer, cpu_bound_percent=None):
     entry['as_printed'] = '%s Gb/s received (%s bits/s over %d process(es), %s retransmits)' % (
         _num(entry['value']), int(bps), len(clients), sum(r for r in retransmits if isinstance(r, int)) if any(
             isinstance(r, int) for r in retransmits) else None)
+    unpinned = [c['affinity_note'] for c in clients if c.get('affinity_note')]
+    if unpinned:
+        # The module could not pin them (the core is not one the host lets it run on): said next to the figure.
+        entry['as_printed'] += '; %d process(es) unpinned: %s' % (len(unpinned), unpinned[0])
     text = '\n'.join(c.get('stdout') or '' for c in clients)
     entry['verbatim'] = [line.rstrip() for line in text.splitlines() if 'receiver' in line or 'SUM' in line][-3:]
     if len(clients) > 1:

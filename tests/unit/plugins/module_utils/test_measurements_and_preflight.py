@@ -297,3 +297,8 @@ def test_iperf3_processes_are_summed_cpu_bound_runs_prove_nothing_and_ipoib_is_r
     over_ipoib, = measurements.run_measurements(result, dict(run, cpu_bound_percent=None, ungraded='TCP over IPoIB (ibp59s0) is recorded'))
     graded = verdict.grade_measurements([over_ipoib], T400['thresholds'])[0]
     assert (graded['status'], graded['expected']) == ('info', 'TCP over IPoIB (ibp59s0) is recorded')
+    # A process the module could not pin is said next to the figure.
+    note = 'core 48 is not one this host lets the process run on (allowed 0-1); it ran unpinned'
+    unpinned = dict(result, clients=[client, dict(client, affinity_note=note)])
+    figure, = measurements.run_measurements(unpinned, dict(run, cpu_bound_percent=None))
+    assert figure['as_printed'].endswith('; 1 process(es) unpinned: ' + note)
