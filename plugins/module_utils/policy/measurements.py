@@ -543,11 +543,14 @@ def _run_measurements(result, run, peer):
 
 
 def _directed(entry, run):
-    """A one-session figure keeps its run's id and direction (the reverse direction's id is marked), both devices, and
-    why the plan records it without grading it (``ungraded``: iperf3 over IPoIB)."""
+    """A one-session figure keeps its run's id and direction (the reverse direction's id is marked), both devices and how
+    the plan paired them, and why the plan records it without grading it (``ungraded``: iperf3 over IPoIB)."""
     entry['id'] = run.get('id') or entry['id']
     entry['direction'] = run.get('direction')
     entry['peer_device'] = run.get('peer_device')
+    if run.get('paired_by'):
+        # How the plan matched the node's rail with the peer's (netval_rails, device name, subnet).
+        entry['paired_by'] = run['paired_by']
     if run.get('ungraded'):
         entry['ungraded'] = run['ungraded']
     return entry

@@ -102,10 +102,12 @@ def test_pause_rate_without_snapshots_is_an_error_on_our_side_not_a_silent_gap()
 
 def test_aggregate_and_loop_measurements_keep_each_boxs_device_name():
     text = fixtures.shared(SUPERBENCH)
-    planned = run_of('ib_write_bw', 'ib_write_bw_gbps', subject='rocep1s0f0', device='rocep1s0f0', peer_device='rocep1s0f1')
+    planned = run_of('ib_write_bw', 'ib_write_bw_gbps', subject='rocep1s0f0', device='rocep1s0f0', peer_device='rocep1s0f1',
+                     paired_by='subnet 192.168.100.0/30')
     client = dict(perftest_result(text), item={'pid': 1, 'item': planned})
     found = measurements.loop_measurements([client], 'peer01')
     assert found[0]['subject'] == 'rocep1s0f0' and found[0]['peer_device'] == 'rocep1s0f1'
+    assert found[0]['paired_by'] == 'subnet 192.168.100.0/30'
     assert abs(found[0]['value'] - 24056.72 * 1048576 * 8 / 1e9) < 1e-6
     run = {'test': 'all_nics', 'metric': 'all_nics_gbs', 'pause_metric': 'pause_per_s', 'subject': 'all NICs', 'clients': []}
     total = measurements.run_measurements({'clients': [client, client]}, run)[0]
