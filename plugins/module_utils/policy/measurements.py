@@ -367,14 +367,16 @@ def ib_counter_figures(snapshots, metrics, peer, devices, peer_of=None):
         deltas, seconds = found
         other = (peer_of or {}).get(device)
         far_found, far_why = _ib_deltas(far[0], far[1], other) if other else (None, 'no peer port')
-        far_deltas = far_found[0] if far_found else {}
-        errors['value'] = sum(deltas.get(name, 0) for name in IB_ERROR_COUNTERS)
-        far_errors = sum(far_deltas.get(name, 0) for name in IB_ERROR_COUNTERS) if far_found else None
-        errors['moved'] = [box for box, grew in (('node', errors['value']), (peer, far_errors)) if grew]
+        total = sum(deltas.get(name, 0) for name in IB_ERROR_COUNTERS)
+        errors['value'] = total
+        far_errors, far_text, far_deltas = None, far_why, {}
+        if far_found:
+            far_deltas = far_found[0]
+            far_errors = sum(far_deltas.get(name, 0) for name in IB_ERROR_COUNTERS)
+            far_text = '+%d (%s)' % (far_errors, ', '.join('%s +%d' % (n, far_deltas.get(n, 0)) for n in IB_ERROR_COUNTERS))
+        errors['moved'] = [box for box, grew in (('node', total), (peer, far_errors)) if grew]
         errors['as_printed'] = '%s +%d (%s); %s %s %s' % (
-            device, errors['value'], ', '.join('%s +%d' % (n, deltas.get(n, 0)) for n in IB_ERROR_COUNTERS), peer, other,
-            '+%d (%s)' % (far_errors or 0, ', '.join('%s +%d' % (n, far_deltas.get(n, 0)) for n in IB_ERROR_COUNTERS))
-            if far_found else far_why)
+            device, total, ', '.join('%s +%d' % (n, deltas.get(n, 0)) for n in IB_ERROR_COUNTERS), peer, other, far_text)
         if errors['moved']:
             errors['as_printed'] += '; grew on: %s' % ', '.join(errors['moved'])
         if 'port_xmit_wait' not in deltas or not seconds or seconds <= 0:
