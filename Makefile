@@ -17,8 +17,11 @@ COLLECTIONS := $(CURDIR)/.cache/collections
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-# Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality).
-APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium
+# Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality;
+# shellcheck: ansible-test sanity's shellcheck test, skipped without it; openmpi-bin: the lab launches NCCL with the real
+# mpirun and orted over SSH).
+APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium \
+                shellcheck openmpi-bin util-linux
 
 PROFILE ?= healthy-400g
 # real (rails on switches, storage and front-end NICs, IPoIB MTUs, a shaped management network) or ideal (the first boxes).
@@ -79,14 +82,12 @@ collection:
 	@mkdir -p $(COLLECTIONS)/ansible_collections/gpufleet
 	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/gpufleet/netval
 
-# The whole suite: unit tests and quality gates on two workers, then the lab
-# and end-to-end tests (root, network namespaces) one at a time, since they
-# share one lab.  The last thing it prints is pytest's summary line.
+# The whole suite (scripts/test_suite.sh): unit tests and quality gates on two workers; then the lab and end-to-end
+# tests (root, network namespaces) one at a time, since they share one lab, with the ansible-core matrix (sanity, units
+# and ansible-lint on every other ansible-core CI tests) niced beside them; the matrix's table comes last.
 test: deps
 	$(MAKE) -j 2 matrix
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra -n 2 --durations=5 tests/unit tests/quality
-	$(PY) scripts/ansible_matrix.py $(foreach entry,$(ANSIBLE_MATRIX),.venvs/ansible-$(word 1,$(subst :, ,$(entry))):$(word 2,$(subst :, ,$(entry))))
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra --durations=10 tests/lab tests/e2e
+	scripts/test_suite.sh $(foreach entry,$(ANSIBLE_MATRIX),.venvs/ansible-$(word 1,$(subst :, ,$(entry))):$(word 2,$(subst :, ,$(entry))))
 
 units: deps
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m pytest -ra tests/unit
@@ -97,8 +98,9 @@ quality: deps
 sanity: deps
 	scripts/ansible_test.sh sanity --venv --python $(MAIN_PYTHON)
 
+# An Ansible home of its own: ansible-lint also resolves modules from ~/.ansible/collections (stale copies live there).
 lint: deps
-	$(BIN)/ansible-lint --profile production
+	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-home/lint $(BIN)/ansible-lint --profile production
 
 build: deps
 	mkdir -p build && $(BIN)/ansible-galaxy collection build --force --output-path build .

@@ -8,11 +8,12 @@ if command -v "python$want" >/dev/null 2>&1 && "python$want" -c 'import sys' >/d
   exit 0
 fi
 root=${PYENV_ROOT:-$HOME/.pyenv}
-for candidate in $(ls -d "$root"/versions/"$want".* 2>/dev/null | sort -V -r); do
-  if [ -x "$candidate/bin/python$want" ]; then
-    echo "$candidate/bin/python$want"
-    exit 0
-  fi
-done
+newest=$(find "$root/versions" -mindepth 1 -maxdepth 1 -name "$want.*" 2>/dev/null | sort -V -r | while read -r candidate; do
+  if [ -x "$candidate/bin/python$want" ]; then echo "$candidate/bin/python$want"; break; fi
+done)
+if [ -n "$newest" ]; then
+  echo "$newest"
+  exit 0
+fi
 echo "no Python $want found (python$want on PATH or $root/versions/$want.*): install it to run this ansible-core" >&2
 exit 1

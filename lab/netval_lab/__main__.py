@@ -18,27 +18,9 @@ import shutil
 import sys
 import time
 
-from . import IPERF3_PORT, LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, PERFTEST_PORT, REPO_ROOT, netns_name, node_dir
-from . import inventory, netns, site
+from . import LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, REPO_ROOT, netns_name, node_dir
+from . import faults, inventory, netns, site
 from .netns import LabError
-
-REAL_FAULTS = ('slow-link', 'mtu-mismatch', 'link-flap', 'node-down', 'peer-down', 'peer-down-midrun', 'port-busy', 'module-crash',
-               'fabric-unaddressed', 'fabric-route-mgmt')
-# Faults of a real site's addressing (site.py): the node's rails lose their addresses, or keep them as /32s (no on-link route,
-# so the route to the peer's rail address falls back to the default route, the management network).
-SITE_FAULTS = ('fabric-unaddressed', 'fabric-route-mgmt')
-# The management link of every lab host, inside its namespace (netns.add_mgmt_link): down, Ansible cannot reach it.
-MGMT_IF = 'mgmt0'
-# module-crash: the node's Python (set in a host_vars file the fault writes) raises before any module can answer.
-CRASH_PYTHON = os.path.join(LAB_ROOT, 'crash-python')
-CRASH_SCRIPT = ('#!/bin/sh\n# netval lab fault module-crash: every module this interpreter runs raises before it answers.\n'
-                'exec /usr/bin/python3 -c \'raise RuntimeError("netval lab fault module-crash: the module raised")\'\n')
-
-# Faults of the node's known-good peer, emulated on the peer's own hardware.
-PEER_FAULTS = {'peer-nic-slow': 'nic0-slow'}
-EMULATED_FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap') + tuple(PEER_FAULTS)
-SLOW_LINK_RATE = '1gbit'
-MISMATCH_MTU = 1500
 
 
 def say(msg):
@@ -253,7 +235,9 @@ def build(lab, profile, hardware, node_profiles=None):
         host_info['dcgmi_seconds'] = lab.get('dcgmi_seconds')
         state = hardware.materialize((node_profiles or {}).get(host, profile), host, info['role'], info['node_dir'], host_info)
         info['hardware'] = summarize_state(state)
-    netns.write_known_hosts([lab['hosts'][h]['mgmt_ip'] for h in lab['order']])
+    for host in lab['order']:
+        netns.prepare_host_ssh(host)
+    netns.write_known_hosts(dict((h, lab['hosts'][h]['mgmt_ip']) for h in lab['order']))
     for host in lab['order']:
         netns.write_sshd_config(host, lab['hosts'][host]['mgmt_ip'])
         lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)
@@ -347,10 +331,10 @@ def host_status(lab, host):
             links.append({'ifname': ifname, 'up': False, 'mtu': None, 'qdisc': None})
         else:
             links.append(dict(state, ifname=ifname))
-    faults = ['%s' % f['name'] for f in lab.get('faults', []) if host in (f.get('node'), f.get('peer'))]
-    mgmt = netns.link_info(host, MGMT_IF) if exists else None
+    active = ['%s' % f['name'] for f in lab.get('faults', []) if host in (f.get('node'), f.get('peer'))]
+    mgmt = netns.link_info(host, faults.MGMT_IF) if exists else None
     return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'netns': exists, 'mgmt_up': bool(mgmt and mgmt['up']),
-            'sshd': netns.sshd_alive(host), 'links': links, 'faults': faults}
+            'sshd': netns.sshd_alive(host), 'links': links, 'faults': active}
 
 
 def cmd_status(args):
@@ -395,38 +379,20 @@ def _node_link(lab, node):
             'peer_root': netns.port_root_name(peer_info['host_index'], peer_index)}
 
 
-def _set_fabric_mtu(host, ifname, mtu):
-    """The veth's MTU, mirrored into the emulated sysfs of the NIC that stands for it (what nic_info and jumbo_ping read)."""
-    netns.set_mtu(host, ifname, mtu)
-    _hardware().set_netdev_mtu(node_dir(host), ifname, mtu)
-
-
-def _state_nic(node, ifname):
-    """The emulated NIC that stands for a fabric link (its PCI address and netdev name for kernel-log lines)."""
-    try:
-        with open(os.path.join(node_dir(node), 'state.json'), encoding='utf-8') as handle:
-            nics = json.load(handle).get('nics') or []
-    except (OSError, ValueError):
-        nics = []
-    for nic in nics:
-        if isinstance(nic, dict) and (nic.get('fabric') or {}).get('netdev') == ifname:
-            return nic
-    return nics[0] if nics and isinstance(nics[0], dict) else {}
-
-
 def cmd_fault(args):
     lab = load_lab()
     if not lab or lab.get('status') != 'up':
         raise LabError('the lab is not up (run: python -m lab.netval_lab up --profile healthy-400g)')
     name = args.name
     if name == 'clear':
-        clear_faults(lab)
+        faults.clear_all(lab)
         lab['faults'] = []
         save_lab(lab)
         say('faults cleared')
         return 0
-    if name not in REAL_FAULTS + EMULATED_FAULTS:
-        raise LabError('unknown fault %r; known: %s, clear' % (name, ', '.join(REAL_FAULTS + EMULATED_FAULTS)))
+    known = faults.table()
+    if name not in known:
+        raise LabError('unknown fault %r; known: %s, clear' % (name, ', '.join(known)))
     nodes = [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new']
     node = args.node or nodes[0]
     if node not in nodes:
@@ -434,106 +400,11 @@ def cmd_fault(args):
     link = _node_link(lab, node)
     peer = link['peer']
     record = {'name': name, 'node': node, 'peer': peer, 'since': time.time()}
-    if name in SITE_FAULTS and not lab.get('rails'):
-        raise LabError('fault %s changes a real site\'s rail addresses: bring the lab up with --site real' % name)
-    if name == 'slow-link' and lab.get('rails'):
-        # The node's cable on its rail: both directions of that port (its netdev and its switch port), whichever peer.
-        netns.shape(node, link['node_if'], SLOW_LINK_RATE)
-        netns.shape_root(link['node_root'], SLOW_LINK_RATE)
-        record.update(rate=SLOW_LINK_RATE, rail=link['rail'], netdev=link['node_if'])
-    elif name == 'slow-link':
-        netns.shape(node, link['node_if'], SLOW_LINK_RATE)
-        netns.shape(peer, link['peer_if'], SLOW_LINK_RATE)
-        record['rate'] = SLOW_LINK_RATE
-    elif name == 'mtu-mismatch':
-        # The node's end by default: an OS update resetting the interface config is what drift must see; the far
-        # end (--side peer) is visible only to real packets, the jumbo ping of a validation.
-        host, ifname = (peer, link['peer_if']) if args.side == 'peer' else (node, link['node_if'])
-        _set_fabric_mtu(host, ifname, MISMATCH_MTU)
-        record['mtu'] = {node: link.get('mtu', netns.FABRIC_MTU), peer: link.get('mtu', netns.FABRIC_MTU)}
-        record['mtu'][host] = MISMATCH_MTU
-        record['side'] = args.side
-    elif name == 'link-flap':
-        nic = _state_nic(node, link['node_if'])
-        record['pid'] = netns.start_flap(link, nic)
-    elif name == 'node-down':
-        netns.set_link(node, MGMT_IF, False)
-    elif name == 'peer-down':
-        # The link, not sshd: an ssh ControlPersist master outlives its sshd, a link down it does not.
-        netns.set_link(peer, MGMT_IF, False)
-    elif name == 'module-crash':
-        _write_crash_python(node)
-    elif name in SITE_FAULTS:
-        for port in lab['hosts'][node]['ports']:
-            if port['kind'] == 'rail' and port['ip']:
-                netns.set_port_address(node, port['netdev'], None if name == 'fabric-unaddressed' else port['ip'],
-                                       port['prefix'] if name == 'fabric-unaddressed' else 32)
-    elif name == 'peer-down-midrun':
-        record['pid'] = netns.start_down_midrun(peer)
-    elif name == 'port-busy':
-        record['ports'] = [PERFTEST_PORT, IPERF3_PORT]
-        record['pid'] = netns.start_busy_ports(peer, record['ports'])
-    elif name in PEER_FAULTS:
-        _hardware().apply_fault(node_dir(peer), PEER_FAULTS[name])
-    else:
-        _hardware().apply_fault(node_dir(node), name)
+    record.update(known[name].apply(faults.Target(lab, node, peer, link, args.side)))
     lab['faults'] = [f for f in lab.get('faults', []) if (f['name'], f['node']) != (name, node)] + [record]
     save_lab(lab)
     say('fault %s on %s (peer %s)' % (name, node, peer))
     return 0
-
-
-def _crash_host_vars(host):
-    return os.path.join(inventory.INVENTORY_DIR, 'host_vars', '%s.yml' % host)
-
-
-def _write_crash_python(node):
-    with open(CRASH_PYTHON, 'w', encoding='utf-8') as handle:
-        handle.write(CRASH_SCRIPT)
-    os.chmod(CRASH_PYTHON, 0o755)
-    os.makedirs(os.path.dirname(_crash_host_vars(node)), exist_ok=True)
-    with open(_crash_host_vars(node), 'w', encoding='utf-8') as handle:
-        handle.write('---\n# lab fault module-crash (removed by `fault clear`)\nansible_python_interpreter: %s\n' % CRASH_PYTHON)
-
-
-def clear_faults(lab):
-    nodes = [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new']
-    for host in lab['order']:
-        netns.set_link(host, MGMT_IF, True)
-        if lab.get('site') == 'real':
-            # A link set down loses its routes: the management network is the default route again.
-            netns.shape_management(host, site.MGMT_GATEWAY, site.MGMT_RATE)
-        if os.path.exists(_crash_host_vars(host)):
-            os.unlink(_crash_host_vars(host))
-    for node in nodes:
-        netns.stop_pidfile(os.path.join(node_dir(node), 'flap.pid'))
-    for link in lab['links']:
-        for host, ifname in ((link['node'], link['node_if']), (link['peer'], link['peer_if'])):
-            netns.unshape(host, ifname)
-            _set_fabric_mtu(host, ifname, netns.FABRIC_MTU)
-            netns.set_link(host, ifname, True)
-    if lab.get('rails'):
-        # Every rail port back as planned: unshaped (its switch port too), its MTU, link state and address.
-        for host in lab['order']:
-            info = lab['hosts'][host]
-            for index, port in enumerate(info['ports']):
-                if port['kind'] != 'rail':
-                    continue
-                netns.unshape(host, port['netdev'])
-                netns.unshape_root(netns.port_root_name(info['host_index'], index))
-                _set_fabric_mtu(host, port['netdev'], port['mtu'])
-                netns.set_link(host, port['netdev'], port['up'])
-                netns.set_port_address(host, port['netdev'], port['ip'], port['prefix'])
-    for host in lab['order']:
-        netns.stop_pidfile(os.path.join(node_dir(host), 'busy-ports.pid'))
-        netns.stop_pidfile(os.path.join(node_dir(host), 'down-midrun.pid'))
-        if not netns.sshd_alive(host):
-            lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)
-    if any(f['name'] in EMULATED_FAULTS for f in lab.get('faults', [])):
-        hardware = _hardware()
-        for host in lab['order']:
-            hardware.clear_faults(node_dir(host))
-    netns.wait_for_sshd({h: lab['hosts'][h]['mgmt_ip'] for h in lab['order']})
 
 
 # --------------------------------------------------------------------------- main
@@ -560,11 +431,11 @@ def parser():
     sub.add_parser('down', help='remove everything the lab made')
     status = sub.add_parser('status', help='show hosts, sshd, fabric links, faults')
     status.add_argument('--json', action='store_true')
-    fault = sub.add_parser('fault', help='inject a fault: %s; or clear' % ', '.join(REAL_FAULTS + EMULATED_FAULTS))
+    fault = sub.add_parser('fault', help='inject a fault: %s; or clear' % ', '.join(faults.REAL) + ' or an emulated one (lab/README.md)')
     fault.add_argument('name')
     fault.add_argument('--node', help='new node to break (default: the first)')
     fault.add_argument('--side', choices=('node', 'peer'), default='node',
-                       help="mtu-mismatch: which end of the node's fabric link drops to %d (default node)" % MISMATCH_MTU)
+                       help="mtu-mismatch: which end of the node's fabric link drops to %d (default node)" % faults.MISMATCH_MTU)
     return top
 
 

@@ -11,6 +11,7 @@ faults are re-applied to it in order, and every file whose content changes
 is rewritten atomically (temporary file + rename).
 """
 
+import collections
 import copy
 import hashlib
 import json
@@ -29,11 +30,11 @@ TOOLS = (
     'mstflint', 'mlxlink', 'mstlink', 'nvidia-smi', 'dcgmi',
     'ib_send_bw', 'ib_write_bw', 'ib_read_bw', 'ib_send_lat', 'ib_write_lat', 'ib_read_lat',
     'all_reduce_perf', 'all_gather_perf', 'reduce_scatter_perf', 'broadcast_perf', 'reduce_perf', 'alltoall_perf',
-    'sendrecv_perf', 'mpirun', 'journalctl', 'dmesg', 'ethtool',
+    'sendrecv_perf', 'journalctl', 'dmesg', 'ethtool',
 )
+# mpirun is not among them: the lab launches NCCL with the real Open MPI (Debian's openmpi-bin), over the lab's real SSH.
 
 # Faults this module emulates (others, such as link-flap, are real and belong to lab-infra).
-FAULTS = ('nic0-gen4', 'cmdline-drop', 'pause-storm', 'fw-change', 'cable-swap', 'nic0-slow')
 # A degraded NIC on a known-good peer (fault peer-nic-slow): its first HCA carries this fraction of its bandwidth.
 NIC_SLOW_FACTOR = 0.6
 # A replaced cable that costs mlx5_3 this fraction of its bandwidth (re-validation's delta, still within a loose contract).
@@ -268,42 +269,81 @@ def pause_counter(nic, now=None):
 
 # ----------------------------------------------------------------------------- faults
 
-def _apply_one(state, name):
+# The emulated hardware faults, by name: what the fault does (its line in `lab fault --help` and lab/README.md), on whose
+# hardware (the node's, or its known-good peer's) and how it changes the emulated state.  faults.py lists them with the
+# lab's real faults; a new one is one decorated function here.
+EmulatedFault = collections.namedtuple('EmulatedFault', 'name target does change')
+EMULATED = {}
+
+
+def emulated_fault(name, does, target='node'):
+    def register(change):
+        EMULATED[name] = EmulatedFault(name, target, does, change)
+        return change
+    return register
+
+
+@emulated_fault('nic0-gen4', "the node's first NIC trains at Gen4 (16 GT/s) and delivers what that link carries")
+def _nic0_gen4(state):
     nics = state['nics']
-    if name == 'nic0-gen4':
-        if nics:
-            nics[0]['pcie']['lnksta_gts'] = 16
-            nics[0]['bw_gbytes_s'] = 38.0
-            nics[0]['gdr_bw_gbytes_s'] = min(nics[0]['gdr_bw_gbytes_s'], 37.6)
-    elif name == 'cmdline-drop':
-        tokens = state['host_hw']['cmdline']
-        for token in REQUIRED_CMDLINE_TOKENS:
-            if token in tokens:
-                tokens.remove(token)
-                state['host_hw']['cmdline_dropped'] = token
-                break
-    elif name == 'pause-storm':
-        now = time.time()
-        for nic in nics:
-            nic['pause_base'] = pause_counter(nic, now)
-            nic['pause_epoch'] = now
-            nic['pause_rate_per_s'] = PAUSE_STORM_RATE
-    elif name == 'nic0-slow':
-        if nics:
-            nics[0]['bw_gbytes_s'] = round(nics[0]['bw_gbytes_s'] * NIC_SLOW_FACTOR, 2)
-            nics[0]['gdr_bw_gbytes_s'] = round(nics[0]['gdr_bw_gbytes_s'] * NIC_SLOW_FACTOR, 2)
-    elif name == 'cable-swap':
-        if len(nics) > 3:
-            nics[3]['bw_gbytes_s'] = round(nics[3]['bw_gbytes_s'] * CABLE_SWAP_FACTOR, 2)
-            nics[3]['gdr_bw_gbytes_s'] = round(nics[3]['gdr_bw_gbytes_s'] * CABLE_SWAP_FACTOR, 2)
-    elif name == 'fw-change':
-        if nics:
-            parts = nics[0]['fw_version'].split('.')
-            parts[1] = str(int(parts[1]) + 1) if parts[1].isdigit() else parts[1]
-            parts[-1] = '1000'
-            nics[0]['fw_version'] = '.'.join(parts)
-    else:
+    if nics:
+        nics[0]['pcie']['lnksta_gts'] = 16
+        nics[0]['bw_gbytes_s'] = 38.0
+        nics[0]['gdr_bw_gbytes_s'] = min(nics[0]['gdr_bw_gbytes_s'], 37.6)
+
+
+@emulated_fault('cmdline-drop', 'the kernel command line loses its first required token (iommu=pt, else intel_iommu=on)')
+def _cmdline_drop(state):
+    tokens = state['host_hw']['cmdline']
+    for token in REQUIRED_CMDLINE_TOKENS:
+        if token in tokens:
+            tokens.remove(token)
+            state['host_hw']['cmdline_dropped'] = token
+            break
+
+
+@emulated_fault('pause-storm', 'every NIC receives PAUSE_STORM_RATE pause frames a second from now on')
+def _pause_storm(state):
+    now = time.time()
+    for nic in state['nics']:
+        nic['pause_base'] = pause_counter(nic, now)
+        nic['pause_epoch'] = now
+        nic['pause_rate_per_s'] = PAUSE_STORM_RATE
+
+
+@emulated_fault('peer-nic-slow', "the known-good peer's first HCA carries NIC_SLOW_FACTOR of its bandwidth", target='peer')
+def _peer_nic_slow(state):
+    nics = state['nics']
+    if nics:
+        nics[0]['bw_gbytes_s'] = round(nics[0]['bw_gbytes_s'] * NIC_SLOW_FACTOR, 2)
+        nics[0]['gdr_bw_gbytes_s'] = round(nics[0]['gdr_bw_gbytes_s'] * NIC_SLOW_FACTOR, 2)
+
+
+@emulated_fault('cable-swap', "a replaced cable costs the node's fourth HCA (mlx5_3) CABLE_SWAP_FACTOR of its bandwidth")
+def _cable_swap(state):
+    nics = state['nics']
+    if len(nics) > 3:
+        nics[3]['bw_gbytes_s'] = round(nics[3]['bw_gbytes_s'] * CABLE_SWAP_FACTOR, 2)
+        nics[3]['gdr_bw_gbytes_s'] = round(nics[3]['gdr_bw_gbytes_s'] * CABLE_SWAP_FACTOR, 2)
+
+
+@emulated_fault('fw-change', "the node's first NIC runs a newer firmware (its minor version one up, its build 1000)")
+def _fw_change(state):
+    nics = state['nics']
+    if nics:
+        parts = nics[0]['fw_version'].split('.')
+        parts[1] = str(int(parts[1]) + 1) if parts[1].isdigit() else parts[1]
+        parts[-1] = '1000'
+        nics[0]['fw_version'] = '.'.join(parts)
+
+
+FAULTS = tuple(EMULATED)
+
+
+def _apply_one(state, name):
+    if name not in EMULATED:
         raise ValueError('unknown emulated fault %r (known: %s)' % (name, ', '.join(FAULTS)))
+    EMULATED[name].change(state)
 
 
 def _load(node_dir, name):

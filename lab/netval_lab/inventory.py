@@ -49,6 +49,9 @@ SHORT_TESTS = {
         # A lab's drift window is minutes, not the hours between scheduled runs: counter growth is divided by
         # the real time since the baseline (at least 36 s), so a pause storm of a few minutes reads as what it is.
         'drift_rules': {'min_window_hours': 0.01},
+        # TCP over the lab's veth pairs swings with the machine's load (the figures above), not with the node: it is not
+        # compared with the siblings' (policy/fleet.py); every RDMA, GPUDirect and NCCL figure is.
+        'fleet_rules': {'exclude_metrics': ['iperf3_gbps']},
     },
 }
 
@@ -104,6 +107,8 @@ def host_vars(lab, host, unpinned=False):
         'netval_sysfs_root': os.path.join(ndir, 'sys'),
         'netval_procfs_root': os.path.join(ndir, 'proc'),
         'netval_tier': lab['tier'],
+        # The host's own sshd host key (netns.host_key_path), where a site's is /etc/ssh/ssh_host_*_key.pub.
+        'netval_ssh_host_keys': [os.path.join(ndir, 'ssh', 'ssh_host_ed25519_key.pub')],
     })
     links = [link for link in lab['links'] if host in (link['node'], link['peer'])]
     if lab.get('rails'):

@@ -228,23 +228,53 @@ def add_fabric_link(link):
 
 
 def ensure_ssh_keys():
-    """Lab client key pair and one shared ed25519 host key under /run/netval-lab/ssh."""
+    """The lab's client key pair (the controller's, for Ansible) under /run/netval-lab/ssh."""
     os.makedirs(SSH_DIR, mode=0o700, exist_ok=True)
-    for name in ('id_ed25519', 'ssh_host_ed25519_key'):
-        path = os.path.join(SSH_DIR, name)
-        if not os.path.exists(path):
-            run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'netval-lab-' + name, '-f', path])
-        os.chmod(path, 0o600)
+    path = os.path.join(SSH_DIR, 'id_ed25519')
+    if not os.path.exists(path):
+        run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'netval-lab-controller', '-f', path])
+    os.chmod(path, 0o600)
     os.makedirs('/run/sshd', mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-    return os.path.join(SSH_DIR, 'id_ed25519')
+    return path
+
+
+def host_key_path(host):
+    """The host's own ed25519 host key (each lab host has its own, as real boxes do)."""
+    return os.path.join(node_dir(host), 'ssh', 'ssh_host_ed25519_key')
+
+
+def home_dir(host):
+    """The login user's home on one host: sshd bind-mounts it over /root in the host's own mount namespace."""
+    return os.path.join(node_dir(host), 'home')
+
+
+def prepare_host_ssh(host):
+    """The host's own host key, and its root's ~/.ssh with the controller's key the only one it trusts (no node key)."""
+    key = host_key_path(host)
+    os.makedirs(os.path.dirname(key), mode=0o700, exist_ok=True)
+    if not os.path.exists(key):
+        run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'root@%s' % host, '-f', key])
+    os.chmod(key, 0o600)
+    dot_ssh = os.path.join(home_dir(host), '.ssh')
+    os.makedirs(dot_ssh, mode=0o700, exist_ok=True)
+    os.chmod(home_dir(host), 0o700)
+    with open(os.path.join(SSH_DIR, 'id_ed25519.pub'), encoding='utf-8') as handle:
+        controller = handle.read()
+    authorized = os.path.join(dot_ssh, 'authorized_keys')
+    with open(authorized, 'w', encoding='utf-8') as handle:
+        handle.write(controller)
+    os.chmod(authorized, 0o600)
+    return key
 
 
 def write_known_hosts(addresses):
-    with open(os.path.join(SSH_DIR, 'ssh_host_ed25519_key.pub'), encoding='utf-8') as handle:
-        key = ' '.join(handle.read().split()[:2])
+    """The controller's known_hosts: each host's address with that host's own key (``addresses``: {host: address})."""
+    lines = []
+    for host, address in sorted(addresses.items()):
+        with open(host_key_path(host) + '.pub', encoding='utf-8') as handle:
+            lines.append('%s %s\n' % (address, ' '.join(handle.read().split()[:2])))
     with open(os.path.join(SSH_DIR, 'known_hosts'), 'w', encoding='utf-8') as handle:
-        for address in addresses:
-            handle.write('%s %s\n' % (address, key))
+        handle.writelines(lines)
 
 
 def sshd_config_path(host):
@@ -261,13 +291,14 @@ def write_sshd_config(host, address):
         'ListenAddress %s' % address,
         'Port 22',
         'PidFile %s' % sshd_pidfile(host),
-        'HostKey %s' % os.path.join(SSH_DIR, 'ssh_host_ed25519_key'),
-        'AuthorizedKeysFile %s' % os.path.join(SSH_DIR, 'id_ed25519.pub'),
+        'HostKey %s' % host_key_path(host),
+        # The host's own root home (bind-mounted over /root): only the keys its ~/.ssh/authorized_keys lists log in.
+        'AuthorizedKeysFile .ssh/authorized_keys',
         'PermitRootLogin prohibit-password',
         'PasswordAuthentication no',
         'KbdInteractiveAuthentication no',
         'UsePAM no',
-        'StrictModes no',
+        'StrictModes yes',
         'UseDNS no',
         'PrintMotd no',
         'PrintLastLog no',
@@ -310,12 +341,15 @@ def sshd_alive(host):
 
 
 def start_sshd(host):
-    """sshd in the host's netns and a fresh UTS namespace whose hostname is the host name."""
+    """sshd in the host's netns, a fresh UTS namespace whose hostname is the host name, and a mount namespace of its own:
+    the host's home over /root (its own ~/.ssh) and the controller's key folder hidden, so no host holds a key another
+    trusts.  Everything its sessions start (Ansible's modules, orted, the ranks) lives in that namespace."""
     if sshd_alive(host):
         return read_pid(sshd_pidfile(host))
     log = os.path.join(node_dir(host), 'log', 'sshd.log')
-    script = 'hostname %s && exec /usr/sbin/sshd -f %s -E %s' % (host, sshd_config_path(host), log)
-    nsexec(host, ['unshare', '--uts', '--', 'sh', '-c', script], timeout=20)
+    script = ('hostname %s && mount --bind %s /root && mount -t tmpfs -o size=64k,mode=0700 netval-lab-hidden %s '
+              '&& exec /usr/sbin/sshd -f %s -E %s' % (host, home_dir(host), SSH_DIR, sshd_config_path(host), log))
+    nsexec(host, ['unshare', '--uts', '--mount', '--propagation', 'private', '--', 'sh', '-c', script], timeout=20)
     deadline = time.time() + 10
     while time.time() < deadline:
         pid = read_pid(sshd_pidfile(host))
@@ -323,6 +357,41 @@ def start_sshd(host):
             return pid
         time.sleep(0.05)
     raise LabError('%s: sshd did not start (see %s)' % (host, log))
+
+
+def in_host_mounts(host, argv, check=True):
+    """Run argv in the mount namespace of the host's sshd (what its sessions see), in its network namespace."""
+    pid = read_pid(sshd_pidfile(host))
+    if not pid_alive(pid):
+        raise LabError('%s: sshd is not running: its mount namespace is gone' % host)
+    return run(['nsenter', '--target', str(pid), '--mount', '--net', '--uts', '--'] + list(argv), check=check)
+
+
+# Fault orted-missing: Open MPI is not installed on the peer at the prefix the node's mpirun names (a site whose peers lack
+# the node's HPC-X, say).  An overlay over /usr/bin in the peer's own mount namespace, with orted removed from it.
+HIDDEN_TOOL = 'orted'
+
+
+def hide_tool(host, tool=HIDDEN_TOOL):
+    """``tool`` is gone from /usr/bin for everything the host's sshd starts (the host's mount namespace only)."""
+    base = os.path.join(node_dir(host), 'overlay')
+    for name in ('upper', 'work'):
+        os.makedirs(os.path.join(base, name), mode=0o700, exist_ok=True)
+    mounted = in_host_mounts(host, ['findmnt', '-n', '-o', 'FSTYPE', '/usr/bin'], check=False).stdout.strip()
+    if mounted != 'overlay':
+        in_host_mounts(host, ['mount', '-t', 'overlay', 'netval-lab-overlay', '-o',
+                              'lowerdir=/usr/bin,upperdir=%s,workdir=%s' % (os.path.join(base, 'upper'), os.path.join(base, 'work')),
+                              '/usr/bin'])
+    in_host_mounts(host, ['rm', '-f', '/usr/bin/' + tool])
+
+
+def restore_tools(host):
+    """Undo hide_tool (a no-op when nothing is hidden or the host's sshd is down)."""
+    if not sshd_alive(host):
+        return
+    if in_host_mounts(host, ['findmnt', '-n', '-o', 'FSTYPE', '/usr/bin'], check=False).stdout.strip() == 'overlay':
+        # Lazily: umount itself runs from that /usr/bin, as may a session's shell.
+        in_host_mounts(host, ['umount', '--lazy', '/usr/bin'])
 
 
 def stop_sshd(host):

@@ -81,9 +81,13 @@ HOST_SPEC = {
     'tools_missing': [str],
 }
 
+# busbw_gbs: what each rail NCCL uses carries over NET/IB (the runbook's per-NIC figure): a two-host job's bus bandwidth is
+# that times the rails every host uses.  socket_busbw_gbs: the job's figure over NET/Socket.  hcas_used: NCCL opens at most
+# this many of the HCAs NCCL_IB_HCA selects on this box (the others fail to open), so a job can ride fewer rails than the
+# node has; unset, every selected HCA.  transport Socket: NCCL finds no usable IB device here (no plugin, IB disabled).
 NCCL_SPEC = {
-    'transport': Enum('IB', 'Socket'), 'busbw_gbs': NUMBER, 'gdr': bool, 'version': str,
-    'nccl_tests_version': str,
+    'transport': Enum('IB', 'Socket'), 'busbw_gbs': NUMBER, 'socket_busbw_gbs': NUMBER, 'hcas_used': int, 'gdr': bool,
+    'version': str, 'nccl_tests_version': str,
 }
 
 # seconds_by_level: how long an emulated `dcgmi diag -r N` takes, by level (the runbook's level 3 takes 10-20 minutes;
@@ -187,7 +191,7 @@ COMMON_HOST = {
     'modules': ['mlx5_ib', 'mlx5_core', 'ib_uverbs', 'ib_core', 'ib_umad', 'rdma_cm', 'rdma_ucm', 'nvidia_peermem', 'nvidia'],
     'mem_total_kb': 2113531904, 'kernel_lines': [], 'kernel_version': '6.1.0-28-amd64', 'iommu': 'pt',
 }
-COMMON_NCCL = {'transport': 'IB', 'gdr': True, 'version': '2.23.4', 'nccl_tests_version': '2.17.6'}
+COMMON_NCCL = {'transport': 'IB', 'gdr': True, 'version': '2.23.4', 'nccl_tests_version': '2.17.6', 'socket_busbw_gbs': 2.0}
 COMMON_DCGMI = {'version': '3.3.6', 'results': {}, 'seconds_by_level': {}}
 
 DCGMI_TESTS = {

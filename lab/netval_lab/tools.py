@@ -28,7 +28,7 @@ TOOLS = {
     'mstconfig': ('tools_pci', 'tool_mstconfig'), 'flint': ('tools_pci', 'tool_flint'),
     'mstflint': ('tools_pci', 'tool_mstflint'), 'mlxlink': ('tools_pci', 'tool_mlxlink'),
     'mstlink': ('tools_pci', 'tool_mstlink'), 'nvidia-smi': ('tools_gpu', 'tool_nvidia_smi'),
-    'dcgmi': ('tools_gpu', 'tool_dcgmi'), 'mpirun': ('tools_nccl', 'tool_mpirun'),
+    'dcgmi': ('tools_gpu', 'tool_dcgmi'),
     'dmesg': ('tools_host', 'tool_dmesg'), 'journalctl': ('tools_host', 'tool_journalctl'),
 }
 

@@ -28,7 +28,7 @@ options:
 EXAMPLES = r'''
 - name: Peers to wait for
   ansible.builtin.set_fact:
-    candidates: "{{ netval_healthy_peers | gpufleet.netval.first_peers(netval_peer | default('')) }}"
+    candidates: "{{ netval_run.healthy_peers | gpufleet.netval.first_peers(netval_peer | default('')) }}"
 '''
 
 RETURN = r'''

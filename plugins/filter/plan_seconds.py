@@ -46,7 +46,7 @@ options:
 EXAMPLES = r'''
 - name: How long this node's tests take
   ansible.builtin.set_fact:
-    netval_plan_seconds: >-
+    node_plan_seconds: >-
       {{ tier_profile_resolved | gpufleet.netval.plan_seconds(preflight_facts.rdma.live_ports, preflight_facts.gpu.gpu_nic_pairs,
                                                               {'duration_override': 0}, validate_prediction_costs) }}
 '''

@@ -16,13 +16,13 @@ description:
   - With the cost C(parallel_nodes) (how many nodes' orchestration the controller carries at full speed) or O(forks), the
     smaller of the two as parallel_nodes, the fixed costs of N nodes stretch by N / parallel_nodes and the calls of the
     nodes that hold peers at once by their number / parallel_nodes (never below once); the durations never stretch.
-  - A node that will take no peer (C(netval_tests_skipped), blocked in preflight) costs only its fixed time.
+  - A node that will take no peer (its run record's C(tests_skipped), blocked in preflight; or no record, its run broke) costs only its fixed time.
   - Never fails the run - costs it cannot use give C(error) instead of a prediction.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   _input:
-    description: The play's hosts as hostvars (C(netval_plan_seconds), C(netval_healthy_peers), C(netval_peer), C(netval_tests_skipped)).
+    description: The play's hosts as hostvars (C(netval_run), the run record with its C(plan_seconds), C(healthy_peers) and C(tests_skipped); C(netval_peer)).
     type: list
     elements: dict
     required: true

@@ -15,7 +15,8 @@ description:
     C(ungraded)), every threshold of an unknown metric or in another unit than the catalogue's, every malformed threshold
     (exactly one of C(reject_below) / C(reject_above), numeric C(healthy) bounds), every missing or out-of-range
     C(cause_rules) setting, every malformed C(preflight) check setting (a known check, a severity, its expectation) and, when
-    the profile has them, every malformed C(drift_rules) setting (counter limits, window, escalated checks, figure tolerances).
+    the profile has them, every malformed C(drift_rules) setting (counter limits, window, escalated checks, figure tolerances)
+    and C(fleet_rules) setting (robust spreads, shortfall, batch size, outlier share, common-element share, excluded metrics).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -24,7 +25,7 @@ options:
     type: dict
     required: true
   tier:
-    description: The tier's name, for the messages.
+    description: The tier's name, for the messages (default the profile's own C(tier)).
     type: str
 '''
 
@@ -41,16 +42,20 @@ _value:
   elements: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, drift, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, drift, fleet, preflight, verdict
 
 
 def tier_profile_errors(profile, tier=None):
+    # A resolved profile names its own tier: the sentences name it when the caller does not.
+    tier = tier or (profile.get('tier') if isinstance(profile, dict) and isinstance(profile.get('tier'), str) else None)
     errors = catalogue.profile_errors(profile, tier)
     if isinstance(profile, dict):
         where = 'tier %s' % tier if tier else 'the tier profile'
         errors += ['%s: %s' % (where, problem) for problem in verdict.profile_errors(profile) + preflight.preflight_errors(profile)]
         if 'drift_rules' in profile:
             errors += ['%s: %s' % (where, problem) for problem in drift.rules_errors(profile['drift_rules'])]
+        if 'fleet_rules' in profile:
+            errors += ['%s: %s' % (where, problem) for problem in fleet.rules_errors(profile['fleet_rules'])]
     return errors
 
 

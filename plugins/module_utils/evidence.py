@@ -323,6 +323,20 @@ def _read_bundle(tarball, limits):
     return digests, manifest
 
 
+def bundle_contents(tarball, limits=None):
+    """({relative path: sha256} of the fetched bundle's regular files, its manifest's text or None), read in one pass
+    within ``limits`` (BUNDLE_LIMITS), nothing written.  Raises EvidenceError naming what is wrong."""
+    limits = dict(BUNDLE_LIMITS, **(limits or {}))
+    try:
+        digests, manifest = _read_bundle(tarball, limits)
+    except (OSError, EOFError, tarfile.TarError, zlib.error) as exc:
+        raise EvidenceError('the bundle %s cannot be read as a .tar.gz: %s' % (tarball, exc))
+    try:
+        return digests, None if manifest is None else manifest.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise EvidenceError('the manifest of %s is not UTF-8 text: %s' % (tarball, exc))
+
+
 def unpack_bundle(tarball, folder, limits=None, reserved=()):
     """Unpack the fetched bundle ``tarball`` into ``folder`` (the folder it was fetched to), verified against its manifest.
 
@@ -475,6 +489,18 @@ class _Namer(object):
         return name
 
 
+def test_output_paths(tests):
+    """{index in ``tests``: the bundle path of that test's raw output} for every test entry with a raw output: each under
+    ``tests/`` named after its id, one file per entry (an id that flattens to a taken name gets -2, -3...).  The evidence
+    plan writes them there; a re-grade reads them back from there."""
+    namer = _Namer()
+    paths = {}
+    for index, test in enumerate(tests or []):
+        if isinstance(test, dict) and test.get('raw') and isinstance(test['raw'], str):
+            paths[index] = 'tests/%s.txt' % namer(test.get('id'), key=index)
+    return paths
+
+
 def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     """What the evidence bundle of one node holds beyond the fixed checklist.
 
@@ -489,7 +515,7 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     devices = rdma.get('devices') or {}
     commands = []
     netdevs = []
-    netdev_name, device_name, test_name = _Namer(), _Namer(), _Namer()
+    netdev_name, device_name = _Namer(), _Namer()
     # Live ports first (the tested netdevs), then every RDMA device's netdevs, then whatever else nic_info read.
     candidates = [port.get('netdev') for port in rdma.get('live_ports') or []]
     for device in sorted(devices):
@@ -520,10 +546,10 @@ def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
         'thresholds.json': json.dumps(profile or {}, indent=2, sort_keys=True, default=str),
         'preflight.json': json.dumps(facts, indent=2, sort_keys=True, default=str),
     }
-    for index, test in enumerate(node_result.get('tests') or []):
-        raw = test.get('raw')
-        if raw:
-            files['tests/%s.txt' % test_name(test.get('id'), key=index)] = ('$ %s\n' % test['cmd'] if test.get('cmd') else '') + raw
+    tests = node_result.get('tests') or []
+    for index, path in sorted(test_output_paths(tests).items()):
+        test = tests[index]
+        files[path] = ('$ %s\n' % test['cmd'] if test.get('cmd') else '') + test['raw']
     mapped = []
     for path in paths or []:
         if procfs_root and path.startswith('/proc/'):

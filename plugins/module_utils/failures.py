@@ -64,6 +64,14 @@ ERROR_CLASSES = {
                                       'skipped (an unsupported GPU or DCGM version, a missing diag package, GPUs held by another '
                                       'process): read level_not_run and the Skip rows'),
     'multiple_jobs': (SIDE_OURS, 'mpirun ran one job per rank: build nccl-tests with MPI=1 and check the launcher'),
+    'launcher_failed': (SIDE_OURS, 'mpirun could not start the job on every host: check the launcher\'s SSH session to the peer '
+                                   '(its key and host key), orted there and Open MPI\'s out-of-band network (netval_fabric_subnet)'),
+    'launcher_missing': (SIDE_OURS, 'a program the launcher needs is not where it looks: Open MPI (mpirun, orted under the same '
+                                    'prefix) and the nccl-tests binary on both boxes; set netval_mpirun and netval_nccl_binary'),
+    'trust_failed': (SIDE_OURS, 'the launcher\'s key could not be added to or removed from the test user\'s authorized_keys, or its '
+                                'folder on the node written or removed: read msg'),
+    'launcher_unreachable': (SIDE_OURS, 'the node could not open an SSH session to the peer as the launcher will: check the peer\'s '
+                                        'address, its host keys and the test user\'s authorized key there'),
     'no_results': (SIDE_UNKNOWN, 'the benchmark printed no result rows: read errors and stdout'),
     'wrong_results': (SIDE_HOST, 'nccl-tests reported wrong results (#wrong > 0): check GPU memory and the fabric'),
     'peer_busy': (SIDE_OURS, 'every known-good peer stayed leased to other nodes: add peers, raise the wait, or look for a stuck run'),

@@ -54,6 +54,7 @@ TOOL_PACKAGES = {
     'lsmod': ('kmod', 'kmod'),
     'timeout': ('coreutils', 'coreutils'),
     'ip': ('iproute2', 'iproute'),
+    'ssh': ('openssh-client', 'openssh-clients'),
 }
 
 # Environment for every command: parsers expect untranslated output.

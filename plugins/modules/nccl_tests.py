@@ -19,6 +19,9 @@ description:
     because the transport (C(NET/IB) or C(NET/Socket)) and GPU Direct RDMA can only be read from NCCL's INFO lines.
   - A run that silently fell back to TCP sockets (C(NET/Socket)) is returned with a warning and in RV(advice); it is not a module
     failure, the verdict grades it.
+  - A job mpirun could not start on every host (the launcher's SSH session refused, C(orted) or the binary not found, Open MPI's
+    out-of-band network unusable) fails with RV(error_class) C(launcher_failed) or C(launcher_missing), side C(ours) - not the
+    hosts' fault.
   - Two job headers in one log (every rank started its own job, for example nccl-tests built without C(MPI=1)) fail the module;
     the figures would be intra-node only.
   - nccl-tests prints algbw and busbw in decimal GB/s (1 GB = 1e9 bytes); they are returned as printed.
@@ -70,11 +73,17 @@ options:
     type: dict
     default: {}
   ib_hca:
-    description: RDMA devices NCCL may use (C(NCCL_IB_HCA), joined with commas); list both boxes' device names.
+    description:
+      - RDMA devices NCCL may use, each C(device) or C(device:port) (both boxes' device names); written in NCCL's exact form,
+        C(NCCL_IB_HCA==mlx5_0:1,mlx5_1:1), because NCCL matches a bare name as a prefix (C(mlx5_1) also selects mlx5_10
+        and mlx5_11).
+      - NCCL's prefix and exclusion forms (C(^mlx5_2)) are not taken here; set them with O(nccl_env) instead.
     type: list
     elements: str
   socket_ifname:
-    description: Interfaces for NCCL's bootstrap and socket transport (C(NCCL_SOCKET_IFNAME), joined with commas).
+    description:
+      - Interfaces for NCCL's bootstrap and socket transport, written in NCCL's exact form (C(NCCL_SOCKET_IFNAME==eno1,mgmt0));
+        usually the interface on each box that holds its MPI address.
     type: list
     elements: str
   gid_index:
@@ -138,7 +147,8 @@ EXAMPLES = r'''
     max_bytes: 8G
     step_factor: 2
     iters: 20
-    ib_hca: [mlx5_0, mlx5_1]
+    ib_hca: [mlx5_0:1, mlx5_1:1]
+    socket_ifname: [eno1]
     gid_index: 3
     fabric_subnet: 10.0.0.0/24
     allow_run_as_root: true
@@ -162,6 +172,15 @@ hostfile:
   returned: always
   type: str
   sample: "10.0.0.11 slots=8\n10.0.0.12 slots=8\n"
+test:
+  description: The nccl-tests test that ran, its base name (C(all_reduce_perf) also for a binary built as C(all_reduce_perf_mpi)).
+  returned: when the output was read
+  type: str
+  sample: all_reduce_perf
+binary:
+  description: The test binary's name as the output printed it (C(all_reduce_perf_mpi)), or null.
+  returned: when the output was read
+  type: str
 rows:
   description:
     - One dict per message size with C(size_bytes), C(count), C(type), C(redop), C(root), C(oop_time_us), C(oop_algbw_gbs),
@@ -210,7 +229,23 @@ net_devices:
   type: list
   elements: str
 ib_hcas:
-  description: RDMA device names NCCL reported using.
+  description: RDMA device names NCCL reported using, on any host of the job.
+  returned: success
+  type: list
+  elements: str
+ib_hcas_by_host:
+  description: "Per host NCCL logged from (its C(host:pid:tid) prefix), the RDMA devices its C(NET/IB : Using) lines name."
+  returned: success
+  type: dict
+  sample: {"gpu-a": ["mlx5_0", "mlx5_1"], "10-0-0-12": ["mlx5_0", "mlx5_1"]}
+local_host:
+  description: This host's name as NCCL prints it (the host name up to its first dot).
+  returned: always
+  type: str
+local_ib_hcas:
+  description:
+    - The RDMA devices NCCL used on this host (the host that ran mpirun, the node under test), from RV(ib_hcas_by_host); when
+      no line names this host, those of the host of rank 0 (mpirun's first host). Null when the log names none.
   returned: success
   type: list
   elements: str
@@ -250,7 +285,7 @@ advice:
 error_class:
   description:
     - Failure class, null on success; one of C(invalid_options), C(tool_missing), C(timeout), C(tool_failed), C(parse_error),
-      C(multiple_jobs), C(no_results) or C(wrong_results) (with O(fail_on_wrong)).
+      C(launcher_failed), C(launcher_missing), C(multiple_jobs), C(no_results) or C(wrong_results) (with O(fail_on_wrong)).
   returned: always
   type: str
 error_hint:
@@ -307,9 +342,18 @@ def _fail(module, msg, **extra):
     module.fail_json(msg='%s: %s' % (hostname(), msg), **dict(extra, **failure('invalid_options')))
 
 
-def _nccl_list_item(item):
-    """NCCL_IB_HCA / NCCL_SOCKET_IFNAME items may start with = (exact match) or ^ (exclude)."""
-    return item[1:] if isinstance(item, str) and item[:1] in ('=', '^') else item
+def exact_list(option, items, check):
+    """NCCL's exact form of a device or interface list: '=' and the items joined with commas; (value, problem)."""
+    if not items:
+        return None, '%s must name at least one item' % option
+    forms = [item for item in items if isinstance(item, str) and item[:1] in ('=', '^')]
+    if forms:
+        return None, ('%s: %r uses NCCL\'s own list syntax; give plain names (they are written in the exact form) or set '
+                      'the variable with nccl_env' % (option, forms[0]))
+    bad = [item for item in items if check(option, item)]
+    if bad:
+        return None, check(option, bad[0])
+    return '=' + ','.join(items), None
 
 
 def normalize_hosts(module, hosts):
@@ -340,6 +384,15 @@ def normalize_hosts(module, hosts):
     return found
 
 
+HCA_ITEM_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}(?::[1-9][0-9]{0,2})?')
+
+
+def _hca_item(option, value):
+    if checks.fullmatch(HCA_ITEM_RE, value):
+        return None
+    return '%s: %r is not an RDMA device name with an optional port (mlx5_0 or mlx5_0:1)' % (option, value)
+
+
 def build_env(module):
     """The -x environment as an ordered list of (name, value), NCCL_DEBUG first."""
     params = module.params
@@ -362,16 +415,10 @@ def build_env(module):
             continue
         if variable in env:
             _fail(module, 'both option %s and nccl_env.%s are set; use one' % (option, variable))
-        if option == 'ib_hca':
-            bad = [item for item in value if checks.check_device('ib_hca', _nccl_list_item(item))]
-            if bad or not value:
-                _fail(module, 'ib_hca: %r is not a list of RDMA device names (mlx5_0 or mlx5_0:1)' % (bad or value))
-            value = ','.join(value)
-        elif option == 'socket_ifname':
-            bad = [item for item in value if checks.check_netdev('socket_ifname', _nccl_list_item(item))]
-            if bad or not value:
-                _fail(module, 'socket_ifname: %r is not a list of interface names' % (bad or value))
-            value = ','.join(value)
+        if option in ('ib_hca', 'socket_ifname'):
+            value, problem = exact_list(option, value, _hca_item if option == 'ib_hca' else checks.check_netdev)
+            if problem:
+                _fail(module, problem)
         elif option in ('gid_index', 'ib_tc'):
             if not 0 <= value <= 255:
                 _fail(module, '%s must be between 0 and 255, got %d' % (option, value))
@@ -487,7 +534,7 @@ def main():
     if module.check_mode:
         args = build_args(module, hosts, HOSTFILE_PLACEHOLDER)
         launcher = runner.find(params['mpirun'], required=False) or params['mpirun']
-        module.exit_json(changed=False, cmd=render_cmd([launcher] + args), hostfile=hostfile,
+        module.exit_json(changed=False, cmd=render_cmd([launcher] + args), hostfile=hostfile, local_host=nccl_host_name(),
                          multiple_jobs=False, errors=[], advice=[], **SUCCESS)
 
     tmpdir = tempfile.mkdtemp(prefix='netval-nccl-')
@@ -501,7 +548,7 @@ def main():
         shutil.rmtree(tmpdir, ignore_errors=True)
 
     output = (result.stdout or '') + ('\n' + result.stderr if result.stderr else '')
-    fields = dict(hostfile=hostfile, multiple_jobs=False, errors=[], advice=[])
+    fields = dict(hostfile=hostfile, multiple_jobs=False, errors=[], advice=[], local_host=nccl_host_name())
     parsed = parse_error = None
     try:
         parsed = nccl.parse_nccl_tests(output)
@@ -513,7 +560,11 @@ def main():
         fields['max_busbw_gbs'] = nccl.max_busbw(parsed)
         fields['data_errors'] = nccl.data_errors(parsed)
         fields['advice'] = advice(parsed, params)
+        fields['local_ib_hcas'] = nccl.local_hcas(parsed, fields['local_host'])
 
+    launcher = nccl.launcher_problem(output)
+    if launcher and (result.rc != 0 or result.timed_out):
+        runner.fail(result, reason='could not start the job on every host: %s' % launcher[1], error_class=launcher[0], **fields)
     if result.timed_out:
         runner.fail(result, reason='timed out after %ss%s' % (params['timeout'], _error_tail(fields)), error_class='timeout', **fields)
     if result.rc != 0:
@@ -532,6 +583,11 @@ def main():
     for sentence in fields['advice']:
         module.warn(sentence)
     module.exit_json(changed=False, cmd=result.cmd, rc=result.rc, stdout=result.stdout, stderr=result.stderr, **dict(fields, **SUCCESS))
+
+
+def nccl_host_name():
+    """This host's name as NCCL prints it in its log lines: gethostname() up to the first dot."""
+    return hostname().split('.', 1)[0]
 
 
 def _error_tail(fields):

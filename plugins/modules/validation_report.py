@@ -41,6 +41,16 @@ description:
   - Bad options (O(root), O(timestamp), a node name that is not one file name, O(sender), a C(latest) that is not ours)
     fail with a message naming each; nothing is written.
   - C(junit.xml) is well-formed XML whatever the text; characters XML 1.0 cannot hold are written as backslash escapes such as C(\x01).
+  - "Once every node is known, the nodes are compared with each other (batch-relative grading, O(fleet_rules)): a figure
+    far below the median of the same figure on the same tier and SKU, among this run's nodes and the accepted nodes' baselines
+    under O(evidence_dir), while it meets the contract, is marginal with the cause C(fleet_outlier) (bucket B at worst, never C,
+    never in a vendor letter), naming the median, the robust spread and how far below it is. A batch too small to judge, or
+    split in two populations, says so in C(summary.txt) and C(summary.json)'s C(fleet)."
+  - "When several node-peer pairs fail, C(summary.txt) names the node, known-good peer, peer HCA or rail common to the
+    failures with the pairs that support it (C(common element: ...)), and C(summary.json) holds them as C(common_elements)."
+  - "With O(link_baselines), C(<evidence_dir>/<node>/baseline) is pointed at this run's bundle for every node the report
+    accepts whose bundle holds the controller's C(baseline.json): a node the comparison moved out of bucket A keeps its old
+    baseline."
   - "Runs where the reports live, normally the controller (C(delegate_to: localhost), C(run_once: true))."
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -89,6 +99,23 @@ options:
       - node_exporter's C(--collector.textfile.directory). The run's textfile (also written as C(netval.prom) in the run folder)
         is then put there as C(netval_validate.prom), replaced atomically.
     type: path
+  evidence_dir:
+    description:
+      - The controller's evidence folder (C(<evidence_dir>/<node>/<stamp>)). The accepted nodes' baselines under it
+        (C(<node>/baseline/baseline.json), nodes not in this run) join the comparison with siblings.
+    type: path
+  fleet_rules:
+    description:
+      - Tier name to that tier's C(fleet_rules) (the resolved tier profile's; P(gpufleet.netval.tier_profile_errors#filter) lists
+        the keys). A tier without an entry is graded against the contract only, and C(summary.txt) says so.
+    type: dict
+    default: {}
+  link_baselines:
+    description:
+      - Point C(<evidence_dir>/<node>/baseline) at this run's bundle for every node the report accepts (bucket A after the
+        comparison) whose bundle folder holds C(baseline.json). Needs O(evidence_dir).
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Writes nothing in check mode.
@@ -134,6 +161,19 @@ textfile:
   description: Where the textfile was put in O(textfile_dir).
   returned: when O(textfile_dir) is given
   type: str
+verdicts:
+  description: Node name to its final C(bucket), C(causes) and C(counts), after the comparison with siblings.
+  returned: always
+  type: dict
+baselines:
+  description: Node name to the baseline link pointed at this run's bundle.
+  returned: when O(link_baselines) is true
+  type: dict
+baseline_problems:
+  description: Links that could not be moved, one sentence each (the report itself was written).
+  returned: when O(link_baselines) is true
+  type: list
+  elements: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from lab.netval_lab import hardware, profiles
+from tests.lab.ranks import run_ranks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = 'ansible_collections.gpufleet.netval.plugins.module_utils.parsers.'
@@ -55,7 +56,7 @@ def node(request, tmp_path):
 
 
 def test_every_required_profile_exists():
-    for name in ('healthy-400g', 'gen4-nic0', 'platform-slow', 'gpu-missing', 'nccl-socket-fallback',
+    for name in ('healthy-400g', 'gen4-nic0', 'platform-slow', 'gpu-missing', 'nccl-socket-fallback', 'nccl-one-rail',
                  'spark-pair-throttled', 'healthy-100g', 'healthy-800g'):
         assert name in PROFILES
 
@@ -234,33 +235,48 @@ def test_perftest_bandwidth_per_hca(node):
 
 
 def test_nccl_transport_and_busbw(node, tmp_path):
-    node_dir, profile, _state = node
+    """Two ranks, one on the node and one on its peer, as orted starts them: the job's busbw is one rail's figure times
+    the rails both hosts use over NET/IB (the profile's socket figure over NET/Socket)."""
+    node_dir, profile, state = node
     parse = parser('nccl', 'parse_nccl_tests')
-    hostfile = tmp_path / 'hostfile'
-    hostfile.write_text('node01 slots=1\npeer01 slots=1\n')
-    text = tool_output(node_dir, 'mpirun', '--allow-run-as-root', '-np', '2', '--hostfile', str(hostfile),
-                       '-x', 'NCCL_DEBUG=INFO', str(node_dir / 'bin' / 'all_reduce_perf'), '-b', '8', '-e', '8G', '-f', '2', '-g', '1')
-    nccl = profile['hardware']['nccl']
-    parsed = parse(text)
-    assert parsed['transport'] == nccl['transport'] and parsed['transports_seen'] == [nccl['transport']]
-    assert parsed['gdr'] == nccl['gdr']
+    peer_dir = tmp_path / 'peer01'
+    peer = hardware.materialize(profile, 'peer01', 'peer', str(peer_dir), FABRIC)
+    # The rails the plan would test: the ports NCCL can connect (InfiniBand, or RoCE with an IPv4 RoCE v2 GID).
+    used = {}
+    for host, hw in (('node01', state), ('peer01', peer)):
+        usable = sorted(nic['name'] for nic in hw['nics'] if nic['state'] == 'ACTIVE' and (
+            nic['link_layer'] == 'InfiniBand' or any(gid['type'] == 'RoCE v2' and gid['ipv4'] for gid in nic['gids'])))
+        used[host] = usable[:hw['nccl'].get('hcas_used') or len(usable)]
+    hca = '=' + ','.join(sorted(set(name for names in used.values() for name in names)))
+    (rc, text, err), (peer_rc, peer_text, _peer_err) = run_ranks(
+        [node_dir, peer_dir], 'all_reduce_perf', ['-b', '8', '-e', '8G', '-f', '2', '-g', '1'], env={'NCCL_DEBUG': 'INFO', 'NCCL_IB_HCA': hca})
+    assert (rc, peer_rc) == (0, 0), err
+    nccl = state['nccl']
+    parsed = parse(text + peer_text)
+    transport = 'Socket' if 'Socket' in (nccl['transport'], peer['nccl']['transport']) else 'IB'
+    # Each rank logs its own host's choice; the job rides what every rank can (its channels).
+    assert parsed['transport'] == transport and transport in parsed['transports_seen']
+    assert parsed['gdr'] == (transport == 'IB' and nccl['gdr'] and peer['nccl']['gdr'])
     assert not parsed['multiple_jobs'] and [rank['host'] for rank in parsed['ranks']] == ['node01', 'peer01']
     largest = max(parsed['rows'], key=lambda row: row['size_bytes'])
-    assert largest['oop_busbw_gbs'] == pytest.approx(nccl['busbw_gbs'], rel=0.005)
-    assert parsed['avg_busbw_gbs'] < nccl['busbw_gbs']
-    if nccl['transport'] == 'IB':
-        active = [nic['name'] for nic in profile['hardware']['nics'] if nic['state'] == 'ACTIVE']
-        names = [entry.get('name', entry) if isinstance(entry, dict) else entry for entry in parsed['ib_hcas']]
-        assert names == active
+    if transport == 'IB':
+        assert parsed['ib_hcas_by_host'] == used
+        expected = min(nccl['busbw_gbs'], peer['nccl']['busbw_gbs']) * min(len(names) for names in used.values())
+    else:
+        assert 'node01' not in parsed['ib_hcas_by_host']
+        expected = min(nccl['socket_busbw_gbs'], peer['nccl']['socket_busbw_gbs'])
+    assert largest['oop_busbw_gbs'] == pytest.approx(expected, rel=0.005)
+    assert parsed['avg_busbw_gbs'] < expected
 
 
 def test_nccl_needs_nccl_debug_info_for_transport(tmp_path):
     """Like real NCCL: without NCCL_DEBUG=INFO there are no NET/... lines, so the transport is unknown, not IB."""
-    node_dir = tmp_path / 'node01'
-    hardware.materialize('healthy-400g', 'node01', 'new', str(node_dir), FABRIC)
-    parsed = parser('nccl', 'parse_nccl_tests')(tool_output(node_dir, 'mpirun', '-np', '2', '-H', 'node01,peer01',
-                                                            'all_reduce_perf', '-b', '1G', '-e', '1G'))
-    assert parsed['transport'] is None and parsed['rows']
+    dirs = [tmp_path / 'node01', tmp_path / 'peer01']
+    hardware.materialize('healthy-400g', 'node01', 'new', str(dirs[0]), FABRIC)
+    hardware.materialize('healthy-400g', 'peer01', 'peer', str(dirs[1]), FABRIC)
+    (rc, text, _err), _peer = run_ranks(dirs, 'all_reduce_perf', ['-b', '1G', '-e', '1G'])
+    parsed = parser('nccl', 'parse_nccl_tests')(text)
+    assert rc == 0 and parsed['transport'] is None and parsed['rows']
 
 
 @pytest.mark.parametrize('json_flag', [(), ('-j',)])

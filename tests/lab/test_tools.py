@@ -3,11 +3,13 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
 
 from lab.netval_lab import hardware
+from tests.lab.ranks import run_ranks
 from tests.unit.fixtures import shared
 
 FABRIC = {'fabric': [{'netdev': 'fab-peer01', 'ip': '127.0.0.1', 'peer_ip': '127.0.0.1', 'peer': 'peer01'}],
@@ -94,9 +96,11 @@ def test_perftest_and_nccl_headers_match_real_output(nodes, tmp_path):
     row = ours[ours.index(' #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]') + 1].split()
     assert float(row[3]) == pytest.approx(47.0 * 8, rel=0.001)
     nccl_real = shared('nccl-tests/all_gather_perf_2xGB10_single_16G_size_2.17.6_dgxspark25_truncated.txt').splitlines()
-    hostfile = tmp_path / 'hosts'
-    hostfile.write_text('node01\npeer01\n')
-    nccl = run(node, 'mpirun', '-np', '2', '--hostfile', str(hostfile), 'all_gather_perf', '-b', '16G', '-e', '16G').stdout.splitlines()
+    peer = tmp_path / 'peer01'
+    hardware.materialize('healthy-400g', 'peer01', 'peer', str(peer), FABRIC)
+    (rc, text, _err), _peer = run_ranks([node, peer], 'all_gather_perf', ['-b', '16G', '-e', '16G'])
+    assert rc == 0
+    nccl = text.splitlines()
     for line in nccl_real[7:10]:
         assert line in nccl
     assert nccl[0].startswith('# nccl-tests version 2.17.6 nccl-headers=')
@@ -156,9 +160,6 @@ def test_ethtool_emulated_and_real(nodes):
     ('dcgmi', ('diag', '--bogus'), 255, 'PARSE ERROR'),
     ('ib_write_bw', ('--bogus',), 1, "unrecognized option '--bogus'"),
     ('ib_write_bw', ('-d', 'mlx5_42', '127.0.0.1'), 1, ' Unable to find the Infiniband/RoCE device'),
-    ('mpirun', ('-np', '2', '--hostfile', '/nonexistent', 'all_reduce_perf'), 1, 'unable to open the hostfile'),
-    ('mpirun', ('-np', '4', '-H', 'node01,peer01', 'all_reduce_perf'), 1, 'not enough slots'),
-    ('mpirun', ('-np', '1', 'hostname'), 1, 'unable to find the specified executable'),
     ('all_reduce_perf', ('-g', '9'), 2, ''),
     ('dmesg', ('--bogus',), 1, "dmesg: unrecognized option '--bogus'"),
 ])
@@ -247,44 +248,63 @@ def test_two_sessions_overlapping_on_one_peer_hca_each_get_about_half(tmp_path):
     assert server_figures == figures  # both ends print the figure of the same session
 
 
-# ------------------------------------------------------------------ the docker0 trap and missing tools
+# ------------------------------------------------------------------ nccl-tests ranks: NCCL's settings as NCCL applies them
 
-IN_NETNS_WITH_DOCKER0 = r'''
-import os, subprocess, sys
-for argv in (['ip', 'link', 'set', 'dev', 'lo', 'up'], ['ip', 'link', 'add', 'name', 'fab-peer01', 'type', 'veth', 'peer', 'name', 'fab-node01'],
-             ['ip', 'link', 'set', 'dev', 'fab-node01', 'up'],
-             ['ip', 'addr', 'add', '10.10.0.1/30', 'dev', 'fab-peer01'], ['ip', 'link', 'set', 'dev', 'fab-peer01', 'up'],
-             ['ip', 'link', 'add', 'name', 'docker0', 'type', 'bridge'], ['ip', 'addr', 'add', '172.17.0.1/16', 'dev', 'docker0'],
-             ['ip', 'link', 'set', 'dev', 'docker0', 'up']):
-    subprocess.run(argv, check=True)
-proc = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-sys.stdout.write(proc.stdout)
-sys.stderr.write(proc.stderr)
-sys.exit(proc.returncode)
-'''
+def test_mpirun_is_the_real_one_not_an_emulation(nodes):
+    assert 'mpirun' not in hardware.TOOLS and not (nodes['healthy-400g'] / 'bin' / 'mpirun').exists()
 
 
-def mpirun_beside_docker0(node, hostfile, *mca):
-    """mpirun in a fresh network namespace holding a fabric link and docker0 172.17.0.1/16, as every lab host has."""
-    argv = ['unshare', '--net', 'python3', '-c', IN_NETNS_WITH_DOCKER0, str(node / 'bin' / 'mpirun'), '-np', '2',
-            '--hostfile', str(hostfile)] + list(mca) + ['all_reduce_perf', '-b', '8', '-e', '1M', '-f', '2', '-g', '1']
-    return subprocess.run(argv, env=dict(os.environ, NETVAL_LAB_NODE_DIR=str(node)), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=120, check=False)
+def pair(tmp_path, profile, peer_profile=None):
+    node, peer = tmp_path / 'node01', tmp_path / 'peer01'
+    hardware.materialize(profile, 'node01', 'new', str(node), FABRIC)
+    hardware.materialize(peer_profile or profile, 'peer01', 'peer', str(peer), FABRIC)
+    return [node, peer]
 
 
-def test_open_mpi_left_unpinned_trips_over_docker0_and_pinned_to_the_fabric_subnet_runs(nodes, tmp_path):
-    node = nodes['healthy-400g']
-    hostfile = tmp_path / 'hosts'
-    hostfile.write_text('node01\npeer01\n')
-    unpinned = mpirun_beside_docker0(node, hostfile)
-    assert unpinned.returncode == 1 and 'docker0 172.17.0.0/16' in unpinned.stderr, unpinned.stderr
-    assert 'could not find a corresponding process entry for that peer' in unpinned.stderr
-    wrong = mpirun_beside_docker0(node, hostfile, '--mca', 'oob_tcp_if_include', '10.99.0.0/30')
-    assert wrong.returncode == 1 and 'None of the TCP networks specified' in wrong.stderr, wrong.stderr
-    pinned = mpirun_beside_docker0(node, hostfile, '--mca', 'oob_tcp_if_include', '10.10.0.0/30',
-                                   '--mca', 'btl_tcp_if_include', '10.10.0.0/30')
-    assert pinned.returncode == 0, pinned.stderr
-    assert re.search(r'^\s+1048576\s', pinned.stdout, re.M), pinned.stdout
+def test_nccl_ib_hca_prefix_exact_and_exclude_forms_select_as_nccl_does(tmp_path):
+    sys.path.insert(0, os.path.join(os.path.dirname(hardware.__file__), '..'))
+    try:
+        from netval_lab import tools_nccl  # pylint: disable=import-outside-toplevel
+    finally:
+        sys.path.pop(0)
+    devices = ['mlx5_%d' % i for i in range(12)]
+    assert [d for d in devices if tools_nccl.nccl_list_selects('mlx5_1', d, 1)] == ['mlx5_1', 'mlx5_10', 'mlx5_11']
+    assert [d for d in devices if tools_nccl.nccl_list_selects('=mlx5_1:1', d, 1)] == ['mlx5_1']
+    assert [d for d in devices if tools_nccl.nccl_list_selects('^=mlx5_1', d, 1)] == [d for d in devices if d != 'mlx5_1']
+    assert not tools_nccl.nccl_list_selects('=mlx5_1:2', 'mlx5_1', 1)
+    dirs = pair(tmp_path, 'healthy-400g')
+    env = {'NCCL_DEBUG': 'INFO', 'NCCL_IB_HCA': '=mlx5_1:1,mlx5_3:1'}
+    (rc, text, _err), (_prc, peer_text, _perr) = run_ranks(dirs, 'all_reduce_perf', ['-b', '1G', '-e', '1G'], env=env)
+    assert rc == 0
+    assert 'node01:' in text and 'NCCL INFO NET/IB : Using [0]mlx5_1:1/IB [1]mlx5_3:1/IB [RO]; OOB ' in text
+    assert 'peer01:' in peer_text and 'NET/IB : Using [0]mlx5_1:1/IB [1]mlx5_3:1/IB' in peer_text
+
+
+def test_nccl_bootstrap_needs_an_interface_its_socket_ifname_selects(tmp_path):
+    (rc, text, _err), _peer = run_ranks(pair(tmp_path, 'healthy-400g'), 'all_reduce_perf', ['-b', '1G', '-e', '1G'],
+                                        env={'NCCL_DEBUG': 'INFO', 'NCCL_SOCKET_IFNAME': '=ib-nowhere0'})
+    assert rc == 3 and 'NCCL WARN Bootstrap : no socket interface found' in text and 'Test NCCL failure' in text
+
+
+def test_a_roce_gid_index_must_name_a_roce_v2_ipv4_gid(tmp_path):
+    dirs = pair(tmp_path, 'spark-pair-throttled')
+    hca = {'NCCL_DEBUG': 'INFO', 'NCCL_IB_HCA': '=rocep1s0f0:1,rocep1s0f1:1'}
+    (rc, text, _err), _peer = run_ranks(dirs, 'all_reduce_perf', ['-b', '8', '-e', '128M'], env=dict(hca, NCCL_IB_GID_INDEX='1'))
+    assert rc == 3 and 'misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed' in text
+    ok = run_ranks(dirs, 'all_reduce_perf', ['-b', '8', '-e', '128M'], env=dict(hca, NCCL_IB_GID_INDEX='3'))
+    assert [entry[0] for entry in ok] == [0, 0]
+    # Unset, NCCL (2.21+) finds each port's RoCE v2 IPv4 GID itself.
+    assert [entry[0] for entry in run_ranks(dirs, 'all_reduce_perf', ['-b', '8', '-e', '128M'], env=hca)] == [0, 0]
+
+
+def test_a_profile_can_make_nccl_ride_fewer_rails_than_it_selects(tmp_path):
+    dirs = pair(tmp_path, 'nccl-one-rail', 'healthy-400g')
+    (rc, text, _err), _peer = run_ranks(dirs, 'all_reduce_perf', ['-b', '16G', '-e', '16G'],
+                                        env={'NCCL_DEBUG': 'INFO', 'NCCL_IB_HCA': '=' + ','.join('mlx5_%d:1' % i for i in range(8))})
+    assert rc == 0 and 'NET/IB : Using [0]mlx5_0:1/IB [RO]' in text
+    assert text.count('NCCL WARN NET/IB : Unable to open device') == 7
+    busbw = float([line for line in text.splitlines() if line.strip().startswith('17179869184')][0].split()[7])
+    assert busbw == pytest.approx(46.0, rel=0.005)  # one rail at the runbook's healthy per-NIC figure
 
 
 def test_a_profile_can_leave_a_tool_uninstalled(tmp_path):

@@ -24,7 +24,8 @@ def test_ansible_lint_passes_with_a_generated_lab_inventory_in_the_tree(tmp_path
     subprocess.run(['git', 'init', '-q', str(tree)], check=True)
     lab = lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400g'}, 2, 1)
     inventory.write(lab, str(tree / 'inventories' / 'lab'))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.cache', 'collections'),
+    # ANSIBLE_HOME: ansible-lint also resolves modules from ~/.ansible/collections, where a stale copy may hide new ones.
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.cache', 'collections'), ANSIBLE_HOME=str(tmp_path / 'home'),
                ANSIBLE_CONFIG=str(tree / 'ansible.cfg'), PATH='%s:%s' % (BIN, os.environ.get('PATH', '')))
     proc = subprocess.run([lint, '--profile', 'production', '--offline'], cwd=str(tree), env=env, capture_output=True,
                           text=True, timeout=600, check=False)

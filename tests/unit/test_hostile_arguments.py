@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.netval.plugins.modules import perftest as perf
 from tests.unit.plugins.modules.utils import AnsibleExitJson, AnsibleFailJson, _exit_json, _fail_json, module_args
 
 MODULE_NAMES = sorted(name for _finder, name, _pkg in pkgutil.iter_modules(modules_pkg.__path__))
+LAUNCHER_KEY = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----'
 TEXT_TYPES = ('str', 'path', 'raw')
 # Options whose items are arguments by design.
 FREE_ARGS = {('perftest', 'extra_args'), ('nccl_tests', 'mpirun_args')}
@@ -46,12 +47,22 @@ BASE = {
     'mlx_fw_info': {'devices': ['mlx5_0'], 'sysfs_root': '{tmp}'},
     'rdma_info': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']},
     'validation_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}},
+    'regrade_report': {'root': '{tmp}/regrade', 'timestamp': '20261130T014500Z', 'profiles': {}, 'evidence_dir': '{tmp}/evidence',
+                       'bundles': ['{tmp}/evidence'], 'nodes': ['node01'], 'since': '2026-11-01', 'reports_dir': '{tmp}/reports'},
     'drift_report': {'root': '{tmp}/reports', 'timestamp': '20261130T014500Z', 'nodes': {}, 'textfile_dir': '{tmp}/prom'},
     'evidence_store': {'tarball': '{tmp}/ev/b.tar.gz', 'dest': '{tmp}/ev', 'baseline': {}, 'baseline_link': '{tmp}/baseline'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},
     'preflight_info': {'rdma': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']}, 'required': ['rdma']},
     'fabric_route': {'dest': '10.0.0.2', 'source': '10.0.0.1', 'interface': 'eth0'},
+    'mpi_launcher_info': {'binary': 'all_reduce_perf', 'mpirun': 'mpirun', 'address': '10.0.0.1', 'host_keys': ['{tmp}/key.pub']},
+    'launcher_key': {'run': '20261130T014500Z', 'node': 'node01', 'peer': 'peer01'},
+    'launcher_trust': {'state': 'present', 'peer_address': 'peer-01', 'private_key': LAUNCHER_KEY,
+                       'peer_host_keys': ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHBlZXIwMidzIGhvc3Qga2V5IGZvciB0aGUgdGVzdA=='],
+                       'user': 'root', 'dir': '{tmp}/netval-launcher-x', 'from_addresses': ['10.0.0.1'],
+                       'public_key': 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHBlZXIwMidzIGhvc3Qga2V5IGZvciB0aGUgdGVzdA== netval-launcher:r:n:p:x'},
 }
+# An OpenSSH private key is lines of text by its format: launcher_trust writes it to a 0600 file, it never reaches argv.
+MULTILINE = {('launcher_trust', 'private_key')}
 
 
 # Lists of dicts, covered with a sample of their own: every text value of the first item is made hostile, and the
@@ -194,7 +205,10 @@ def base_args(name, tmp, option=None):
     return dict((key, value) for key, value in fill(BASE[name], tmp).items() if key not in replaced)
 
 
-@pytest.mark.parametrize('name,option', CASES, ids=['%s-%s' % case for case in CASES])
+SINGLE_LINE = [case for case in CASES if case not in MULTILINE]
+
+
+@pytest.mark.parametrize('name,option', SINGLE_LINE, ids=['%s-%s' % case for case in SINGLE_LINE])
 def test_a_trailing_newline_never_passes(tmp_path, name, option):
     tmp = str(tmp_path)
     args = dict(base_args(name, tmp, option))

@@ -34,7 +34,10 @@ _OOB = re.compile(r'^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S+)?')
 # A test binary as built (all_reduce_perf) or with the NAME_SUFFIX of an MPI build (all_reduce_perf_mpi, alltoall_perf.mpi).
 _BINARY = re.compile(r'(?:^|[\s/=`\'"])((?:[A-Za-z0-9]{1,32}_){1,4}perf)((?:[_.-][A-Za-z0-9]{1,16}){0,3})(?=[\s`\'";&|)]|$)')
 _LAUNCHER = re.compile(r'\b(?:mpirun|mpiexec|srun|orterun|prterun|torchrun)\b')
-_NET_IB_USING = re.compile(r'NCCL INFO NET/IB\s*:\s*Using\s+(.*)$')
+# NCCL's own IB transport and the IB plugins of HPC-X / DOCA (NET/IBext, NET/IBext_v8) print the HCAs they opened alike.
+_NET_IB_USING = re.compile(r'NCCL INFO NET/IB(?:ext\w{0,8})?\s*:\s*Using\s+(.*)$')
+# The host of an NCCL log line: NCCL prefixes each with "<hostname>:<pid>:<tid> [<cuda device>]".
+_LOG_HOST = re.compile(r'^([A-Za-z0-9][A-Za-z0-9._-]{0,254}):\d+:\d+\s+\[\d+\]\s')
 _NET_SOCKET_USING = re.compile(r'NCCL INFO NET/Socket\s*:\s*Using\s+(.*)$')
 _IB_DEVICE = re.compile(r'\[(\d+)\]([A-Za-z0-9_.-]+):(\d+)/([A-Za-z]+)')
 _SOCKET_IFACE = re.compile(r'\[(\d+)\]([^:\s\[]{1,64}):([^<\s]{0,64})<\d+>')
@@ -194,9 +197,11 @@ def parse_nccl_tests(text):
     ``test`` is the collective's binary without the suffix of an MPI build (``all_reduce_perf`` for
     ``all_reduce_perf_mpi``), from the "Collective test starting" line or the command line; ``binary`` is the name as
     printed.  Returns {test, binary, nccl_tests_version, nccl_version, rows: [...], avg_busbw_gbs, out_of_bounds, transport, gdr, network,
-    transports_seen, ranks: [...], net_devices, ib_hcas, socket_ifaces, channels, multiple_jobs, jobs: [...], errors: [...],
-    truncated, invalid_rows}.  A figure that is not finite or is negative (``1e309`` busbw) is dropped (None) and its
-    row has ``valid`` False; ``invalid_rows`` counts them, and an unusable average leaves ``truncated`` True.
+    transports_seen, ranks: [...], net_devices, ib_hcas, ib_hcas_by_host, socket_ifaces, channels, multiple_jobs, jobs: [...],
+    errors: [...], truncated, invalid_rows}.  ``ib_hcas_by_host`` maps each host NCCL logged from (the ``host:pid:tid`` prefix of
+    its INFO lines) to the HCAs its ``NET/IB : Using`` lines name there: how many rails each box of the job used.  A figure
+    that is not finite or is negative (``1e309`` busbw) is dropped (None) and its row has ``valid`` False; ``invalid_rows``
+    counts them, and an unusable average leaves ``truncated`` True.
     When the log holds more than one job header (each rank started its own job, e.g. nccl-tests built
     without MPI, or two hosts each printing a header), ``multiple_jobs`` is True and the top-level ``rows``,
     ``avg_busbw_gbs`` and ``out_of_bounds`` are None: each job is under ``jobs`` and rows are attributed to the job
@@ -214,6 +219,7 @@ def parse_nccl_tests(text):
     command_test = None
     net_devices = []
     ib_hcas = []
+    ib_hcas_by_host = {}
     socket_ifaces = []
     networks_used = []
     channel_nets = []
@@ -324,12 +330,17 @@ def parse_nccl_tests(text):
             match = _NET_IB_USING.search(stripped)
             if match:
                 ib_using = True
+                host = _LOG_HOST.match(stripped)
                 for found_dev in _IB_DEVICE.finditer(match.group(1)):
                     entry = '%s:%s/%s' % (found_dev.group(2), found_dev.group(3), found_dev.group(4))
                     if entry not in net_devices:
                         net_devices.append(entry)
                     if found_dev.group(2) not in ib_hcas:
                         ib_hcas.append(found_dev.group(2))
+                    if host:
+                        on_host = ib_hcas_by_host.setdefault(host.group(1), [])
+                        if found_dev.group(2) not in on_host:
+                            on_host.append(found_dev.group(2))
             match = _NET_SOCKET_USING.search(stripped)
             if match:
                 socket_using = True
@@ -427,6 +438,7 @@ def parse_nccl_tests(text):
         'ranks': ranks,
         'net_devices': net_devices,
         'ib_hcas': ib_hcas,
+        'ib_hcas_by_host': ib_hcas_by_host,
         'socket_ifaces': socket_ifaces,
         'channels': coll_channels if coll_channels is not None else (len(channel_ids) or None),
         'multiple_jobs': bool(multiple_jobs),
@@ -473,3 +485,42 @@ def data_errors(parsed):
         if (row.get('wrong') or 0) > 0:
             found.append({'size_bytes': row.get('size_bytes'), 'oop_wrong': row.get('oop_wrong'), 'ip_wrong': row.get('ip_wrong')})
     return found
+
+
+# What Open MPI's launcher prints when it cannot start the job on every host, first match wins: (pattern, error_class).
+# launcher_missing: a program it needs is not where it looks; launcher_failed: the SSH session or Open MPI's own network.
+_LAUNCHER_PROBLEMS = (
+    (re.compile(r'orted: (?:command not found|No such file or directory)|(?:bash|sh): [^\n]{0,200}orted: No such file'),
+     'launcher_missing'),
+    (re.compile(r'mpirun was unable to find the specified executable file|mpirun was unable to launch the specified application'),
+     'launcher_missing'),
+    (re.compile(r'Host key verification failed|Permission denied \(publickey|No route to host|Connection (?:refused|timed out)'),
+     'launcher_failed'),
+    (re.compile(r'None of the TCP networks specified to be included for out-of-band'), 'launcher_failed'),
+    (re.compile(r'ORTE was unable to reliably start one or more daemons|An ORTE daemon has unexpectedly failed|'
+                r'ORTE has lost communication with a remote daemon|ORTE does not know how to route a message'), 'launcher_failed'),
+)
+
+
+def local_hcas(parsed, host=None):
+    """The HCAs NCCL used on ``host`` (its ``NET/IB : Using`` line); else on the host of rank 0 (mpirun's first host,
+    the node under test); None when the log names none."""
+    by_host = parsed.get('ib_hcas_by_host') or {}
+    if host in by_host:
+        return by_host[host]
+    first = [rank.get('host') for rank in parsed.get('ranks') or [] if rank.get('rank') == 0]
+    return by_host.get(first[0]) if first else None
+
+
+def launcher_problem(text):
+    """(error_class, the line that says so) when mpirun's output shows it could not start the job on every host, else None.
+
+    A pure reading of Open MPI's (ORTE's) messages: the SSH session to a host refused or unverified, orted or the benchmark
+    not found there, the out-of-band network unusable.  These are the launcher's, never the hosts' under test.
+    """
+    lines = (text or '').splitlines()
+    for pattern, error_class in _LAUNCHER_PROBLEMS:
+        for line in lines:
+            if pattern.search(line):
+                return error_class, ' '.join(line.split())[:300]
+    return None

@@ -82,7 +82,7 @@ TESTS = (
     # Pause frames on RoCE netdevs; on InfiniBand ports (no pause frames) the port error counters and PortXmitWait.
     _test('all_nics', 'perftest', SCOPE_ALL_HCAS, ['all_nics_gbs', 'pause_per_s', 'ib_port_errors', 'ib_xmit_wait_per_s'],
           tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
-    _test('nccl', 'nccl_tests', SCOPE_NODE, ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong']),
+    _test('nccl', 'nccl_tests', SCOPE_NODE, ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong', 'nccl_hcas_used']),
     _test('dcgmi', 'dcgmi_diag', SCOPE_NODE, ['dcgmi_diag'], needs_peer=False),
 )
 
@@ -104,6 +104,7 @@ METRICS = {
     'nccl_busbw_gbs': _metric('GB/s', 'nccl-tests all_reduce bus bandwidth', 'nccl', 'nccl'),
     'nccl_small_allreduce_us': _metric('us', 'nccl-tests small-message all_reduce time', 'nccl', 'nccl'),
     'nccl_wrong': _metric('errors', 'nccl-tests #wrong', 'nccl', 'nccl'),
+    'nccl_hcas_used': _metric('HCAs', 'HCAs NCCL used on the node (its NET/IB : Using line)', 'nccl', 'nccl'),
     'dcgmi_diag': _metric('pass/warn/fail', 'dcgmi diag', 'dcgmi', 'gpu_diag', graded_by='tool'),
 }
 

@@ -15,28 +15,22 @@ How a playbook is meant to call it (all through filters, on the controller, no a
    An old bundle can be baselined later from its files: ``results.json`` (the node result), ``preflight.json``
    (the facts), ``thresholds.json`` (the profile) and ``commands/ethtool.<netdev>.counters.txt`` (``ethtool_stats``).
 
-2. A drift run (drift.yml) resolves the tier profile (role tier_profile), runs the six info modules as preflight
-   does, with ``rdma_info counters: true``, ``nic_info counters: true`` and ``gpu_info kernel_log: true`` with
-   ``since:`` the baseline's time (``'2026-12-01 10:05:56 UTC'`` from its ``timestamp_seconds``), so every Xid in
-   the capture is new since the baseline (Xids with a readable time are also filtered here), then::
+2. A drift run (drift.yml) resolves the tier profile (role tier_profile), reads the node as preflight does (its
+   preflight_info, with counters and the kernel log since the baseline's time, so every Xid in the capture is new since
+   the baseline; Xids with a readable time are also filtered here), then::
 
-       netval_current: >-
-         {{ {'rdma': r, 'pcie': p, 'nic': n, 'firmware': f, 'gpu': g, 'host': h}
-            | gpufleet.netval.drift_current(inventory_hostname, netval_run_timestamp, tier_profile_resolved) }}
-       netval_baseline_text: "{{ lookup('ansible.builtin.file', baseline_path, errors='ignore') | default('', true) }}"
+       netval_current: "{{ preflight_facts | gpufleet.netval.drift_current(inventory_hostname, netval_run_timestamp, tier_profile_resolved) }}"
        netval_drift: >-
-         {{ (netval_baseline_text | from_json if netval_baseline_text | length > 0 else none)
-            | gpufleet.netval.drift_findings(netval_current, tier_profile_resolved.drift_rules, netval_maintenance | default(none)) }}
+         {{ netval_baseline | gpufleet.netval.drift_findings(netval_current, tier_profile_resolved.drift_rules, netval_maintenance | default(none)) }}
 
-   A node without a baseline passes ``none`` (or ``{}``) and gets one red ``baseline`` finding of kind
-   ``baseline_missing``, never an error: red, because a node nobody can compare is a node nobody watches, and the
-   CI job that fails on red findings should say so until the node is validated (a job that wants to tolerate it
-   filters on the kind); a malformed baseline (not a dict, another schema or schema_version) is an
-   error naming what was expected.  The lead play then writes, once for all nodes (``run_once``, ``delegate_to:
-   localhost``), ``{NAME: {findings, bucket, timestamp, baseline_timestamp}}`` through ``drift_report`` (JSON),
-   ``drift_markdown`` (per node), ``drift_junit`` and ``drift_textfile`` (node_exporter's textfile collector;
-   write it with ``ansible.builtin.copy``, which replaces the file atomically, or ``evidence.replace_file``), and
-   fails the play when any finding is red.
+   where ``netval_baseline`` is the baseline's JSON (``lookup('file', ...) | from_json``), or ``{}`` for a node without
+   one: it gets one red ``baseline`` finding of kind ``baseline_missing``, never an error: red, because a node nobody
+   can compare is a node nobody watches, and the CI job that fails on red findings should say so until the node is
+   validated (a job that wants to tolerate it filters on the kind); a malformed baseline (not a dict, another schema
+   or schema_version) is an error naming what was expected.  The report play then writes, once for all nodes, the
+   drift report through the ``drift_report`` module (JSON, per-node Markdown, JUnit XML and the node_exporter
+   textfile, reporting/drift_writers.py) and fails the play when any finding is red; a node whose run broke is one
+   red ``run_incomplete`` finding there.
 
 3. Re-validation (revalidate.yml) re-runs validate's tests and compares the new node result's figures with the
    baseline's: ``baseline.figures | gpufleet.netval.figure_deltas(new_node_result, tier_profile_resolved.drift_rules.figure_tolerances)``

@@ -402,22 +402,31 @@ def _nccl_row(parsed, at_bytes):
     return rows[-1]
 
 
-def nccl(result, subject, peer, at_bytes=None):
+def nccl(result, subject, peer, at_bytes=None, rails=None):
+    """The nccl-tests figures: bus bandwidth and time at ``at_bytes``, #wrong, and the HCAs NCCL used on the node.
+
+    ``rails``: the node HCAs the run tested (the plan's), which NCCL must use: it goes with the bandwidth and HCA figures,
+    whose lines are per rail (verdict.grade_measurements scales them)."""
     entries = []
     row = _nccl_row(result, at_bytes)
     transport = result.get('transport')
     busbw = _base('nccl', subject, 'nccl_busbw_gbs', peer, result)
+    busbw['rails'] = rails
     text = result.get('stdout') or ''
     header = [line.rstrip() for line in text.splitlines() if line.lstrip().startswith('#') and 'size' in line and 'count' in line][:1]
     if row is None:
         busbw['error'] = _error_of(result) or 'no nccl-tests rows'
-        return [busbw]
+        hcas = _base('nccl', subject, 'nccl_hcas_used', peer, result)
+        hcas.update(rails=rails, error=busbw['error'])
+        return [busbw, hcas]
     values = [v for v in (row.get('oop_busbw_gbs'), row.get('ip_busbw_gbs')) if v is not None]
     busbw['value'], busbw['unit'] = (max(values) if values else None), 'GB/s'
     size_text = str(row.get('size_bytes'))
     row_lines = [line.rstrip() for line in text.splitlines() if line.split()[:1] == [size_text]]
     busbw['verbatim'] = header + row_lines[:1] + [line.rstrip() for line in text.splitlines() if 'Avg bus bandwidth' in line][:1]
     busbw['as_printed'] = '%s GB/s busbw at %s bytes over NET/%s' % (busbw['value'], row.get('size_bytes'), transport or '?')
+    # What NCCL's log says of the run as a whole: the verdict grades GPUDirect RDMA from it (tests.nccl.require_gdr).
+    busbw['gdr'] = result.get('gdr') if isinstance(result.get('gdr'), bool) else None
     entries.append(busbw)
     latency = _base('nccl', subject, 'nccl_small_allreduce_us', peer, result)
     times = [v for v in (row.get('oop_time_us'), row.get('ip_time_us')) if v is not None]
@@ -430,7 +439,35 @@ def nccl(result, subject, peer, at_bytes=None):
     wrong['value'], wrong['unit'] = total, 'errors'
     wrong['as_printed'] = '#wrong total %s' % total
     entries.append(wrong)
+    entries.append(nccl_hcas_used(result, subject, peer, rails))
     return entries
+
+
+_USING_LINE = re.compile(r'NCCL INFO NET/IB\w{0,12}\s*:\s*Using\s')
+
+
+def nccl_hcas_used(result, subject, peer, rails=None):
+    """How many HCAs NCCL used on the node (its ``NET/IB : Using`` lines, the module's ``local_ib_hcas``): none when it
+    rode NET/Socket (the transport is graded on its own); unknown when its log names none for the node."""
+    entry = _base('nccl', subject, 'nccl_hcas_used', peer, result)
+    entry['rails'] = rails
+    used = result.get('local_ib_hcas')
+    if result.get('transport') == 'Socket':
+        entry['value'], entry['unit'] = 0, 'HCAs'
+        entry['as_printed'] = 'no HCA: NCCL rode NET/Socket'
+        return entry
+    if not isinstance(used, list) or not used:
+        entry['error'] = _error_of(result) or ('the NCCL log names no HCA NCCL used on this node (NCCL_DEBUG=INFO prints '
+                                               'its "NET/IB : Using" lines)')
+        entry['error_class'] = entry['error_class'] or 'transport_unknown'
+        entry['error_side'] = entry['error_side'] or 'ours'
+        return entry
+    entry['value'], entry['unit'] = len(used), 'HCAs'
+    entry['as_printed'] = '%d HCA(s) NCCL used on the node: %s' % (len(used), ', '.join(used))
+    host = result.get('local_host')
+    entry['verbatim'] = [line.rstrip() for line in (result.get('stdout') or '').splitlines()
+                         if _USING_LINE.search(line) and (not host or line.startswith(host + ':'))][:2]
+    return entry
 
 
 def dcgmi(result, subject, peer):
@@ -538,7 +575,7 @@ def _run_measurements(result, run, peer):
     if module == 'jumbo_ping':
         return [ping(result, subject, 'jumbo_ping_loss_pct', peer, 'loss'), ping(result, subject, 'jumbo_ping_rtt_ms', peer, 'rtt')]
     if module == 'nccl_tests':
-        return nccl(result, subject, peer, run.get('at_bytes'))
+        return nccl(result, subject, peer, run.get('at_bytes'), run.get('rails'))
     if module == 'dcgmi_diag':
         return dcgmi(result, subject, peer)
     raise ValueError('no measurement reader for test %r' % run.get('test'))
@@ -709,3 +746,17 @@ def link_flap_findings(kernel_result):
                          'detail': 'PCIe AER %s error on %s during validation' % (severity, event.get('bdf')),
                          'verbatim': [event.get('line') or '']})
     return findings
+
+
+def nccl_outcome(steps):
+    """The result the NCCL figures are read from: the first step of the launch that failed (the launcher's check on either
+    box, the key, the peer's trust, the node's session check: its ``error_class`` says what and whose), else the last
+    step that ran (nccl-tests itself).  Skipped steps are passed over; none ran: an empty result (no figure)."""
+    last = {}
+    for step in steps or []:
+        if not isinstance(step, dict) or step.get('skipped'):
+            continue
+        if step.get('error_class') or step.get('unreachable') or step.get('failed'):
+            return step
+        last = step
+    return last

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which known-good peer measures a node, whether a second peer re-tests it, and how the two peers' figures merge.
 
-Pure functions behind the filters peer_order, healthy_peers, lost_peer, retest_peer,
-and merge_retest; playbooks/validate.yml and the verdict role only call them.
-No Ansible import.
+Pure functions: the filters peer_order, first_peers, lost_peer, retest_peer, retest_tests and promotable call them from
+validate.yml and its roles, and node_run's transitions (policy/node_run.py) the others (healthy peers, giving up a
+place in the queue, the merge of a re-test, the suspect peer).  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function

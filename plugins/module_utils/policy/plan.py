@@ -49,12 +49,14 @@ DEFAULTS = {
     'node_name': 'the node',
     # {node device: peer device} (inventory netval_rails): the rail pairs the names and subnets cannot tell.
     'rails_map': None,
-    # The site's RoCE traffic class (netval_roce_tclass), given to every RoCE perftest run and to NCCL.
-    'roce_tclass': None,
     'iperf3_ports_per_node': 16,
     # all: every enabled test; peer: only those that need a peer (under its lease); local: only those that do
     # not (while the node waits for a peer, or after it gave it back).
     'phase': 'all',
+    # The site's RDMA traffic class (netval_roce_tclass): every RoCE perftest run's -T and NCCL_IB_TC; None leaves the defaults.
+    'traffic_class': None,
+    # The NCCL variables the operator sets himself (netval_nccl_env): the plan leaves those settings to him.
+    'nccl_env_names': [],
 }
 PHASES = ('all', 'peer', 'local')
 # The runbook's direction: the node receives (its server, the peer's client), so the node's rings, IRQs and
@@ -91,13 +93,9 @@ def _options(options):
             raise PlanError('plan option %s must not be negative, got %r' % (key, merged[key]))
     if merged['phase'] not in PHASES:
         raise PlanError('plan option phase must be one of %s, got %r' % (', '.join(PHASES), merged['phase']))
-    if merged['roce_tclass'] is not None:
-        try:
-            merged['roce_tclass'] = int(merged['roce_tclass'])
-        except (TypeError, ValueError):
-            raise PlanError('plan option roce_tclass (netval_roce_tclass) must be a traffic class 0-255, got %r' % merged['roce_tclass'])
-        if not 0 <= merged['roce_tclass'] <= 255:
-            raise PlanError('plan option roce_tclass (netval_roce_tclass) must be a traffic class 0-255, got %r' % merged['roce_tclass'])
+    tclass = merged['traffic_class']
+    if tclass is not None and (isinstance(tclass, bool) or not isinstance(tclass, int) or not 0 <= tclass <= 255):
+        raise PlanError('plan option traffic_class (netval_roce_tclass) must be a whole number from 0 to 255, got %r' % (tclass,))
     problems = rails.rails_map_errors(merged['rails_map'])
     if problems:
         raise PlanError('; '.join(problems))
@@ -203,7 +201,7 @@ def _perftest_run(entry, pair, params, options, ports, metric, direction, gpu=No
     # RoCE: several QPs, so ECMP spreads one rail's flows (a profile value), in the site's lossless traffic class.
     if _roce(pair):
         run['qps'] = run['qps'] or params.get('roce_qps')
-        run['tclass'] = options['roce_tclass']
+        run['tclass'] = options['traffic_class']
     else:
         run['tclass'] = None
     return run
@@ -335,7 +333,8 @@ def _plan_node_test(entry, params, pairs, path, options, expected):
     run = {'test': entry['name'], 'module': module, 'metrics': list(entry['metrics']), 'metric': entry['metrics'][0],
            'duration': duration, 'timeout': _timeout(module, duration, params, options),
            'subject': NODE_SUBJECTS.get(module)}
-    run.update(dict((k, v) for k, v in params.items() if k not in ('enabled', 'ungraded', 'duration', 'directions')))
+    run.update(dict((k, v) for k, v in params.items()
+                    if k not in ('enabled', 'ungraded', 'duration', 'directions') and k not in NCCL_PLANNED))
     if module in ('iperf3', 'jumbo_ping'):
         if path.get('problem'):
             return _ip_expected(entry, None, path['problem'], expected)
@@ -352,15 +351,64 @@ def _plan_node_test(entry, params, pairs, path, options, expected):
         for metric in entry['metrics']:
             expected.append(_expect(metric, run['subject']))
     elif module == 'nccl_tests':
-        run['ib_hca'] = sorted(set([p['device'] for p in pairs] + [p['peer_device'] for p in pairs]), key=rails.natural_key)
-        run['socket_ifname'] = sorted(set(n for p in pairs for n in (p.get('netdev'), p.get('peer_netdev')) if n))
-        if options['roce_tclass'] is not None and pairs and all(_roce(p) for p in pairs):
-            run['ib_tc'] = options['roce_tclass']
+        run.update(nccl_settings(pairs, options))
         for metric in entry['metrics']:
             expected.append(_expect(metric, run['subject']))
     elif module == 'dcgmi_diag':
         expected.append(_expect('dcgmi_diag', None))
     return [run]
+
+
+# NCCL settings the plan decides from the tested rails; a profile that names them (an older contract's gid_index: 3) is
+# not followed: they come from the ports themselves, or from the operator's netval_nccl_env.
+NCCL_PLANNED = {'ib_hca': 'NCCL_IB_HCA', 'gid_index': 'NCCL_IB_GID_INDEX', 'ib_tc': 'NCCL_IB_TC'}
+
+
+def nccl_hca_list(pairs):
+    """NCCL_IB_HCA's items for the tested rails: every node and peer HCA of the pairs with its port (``mlx5_0:1``),
+    each once, sorted.  The nccl_tests module writes them in NCCL's exact form (``=mlx5_0:1,...``): a bare ``mlx5_1``
+    would also select mlx5_10 and mlx5_11 (NCCL matches prefixes)."""
+    items = set()
+    for pair in pairs:
+        for device, port in ((pair.get('device'), pair.get('ib_port')), (pair.get('peer_device'), pair.get('peer_ib_port'))):
+            if device:
+                items.add('%s:%s' % (device, port or 1))
+    return sorted(items)
+
+
+def nccl_gid_index(pairs):
+    """(NCCL_IB_GID_INDEX, why it is left unset) from the GID index each box reports for each tested port.
+
+    NCCL takes one index for every port of a rank: set it when every tested RoCE port of both boxes reports the same
+    RoCE v2 IPv4 GID index; InfiniBand ports have none (unset); ports that differ leave it unset, and NCCL 2.21 and
+    later then pick each port's RoCE v2 IPv4 GID themselves."""
+    indexes = [index for pair in pairs for index in (pair.get('gid_index'), pair.get('peer_gid_index'))]
+    reported = sorted(set(index for index in indexes if index is not None))
+    if not reported:
+        return None, None
+    if len(reported) == 1 and None not in indexes:
+        return reported[0], None
+    shown = ', '.join('%s %s / %s %s' % (p.get('device'), p.get('gid_index'), p.get('peer_device'), p.get('peer_gid_index'))
+                      for p in pairs)
+    return None, ('the tested RoCE ports report different RoCE v2 GID indexes (node / peer: %s): NCCL_IB_GID_INDEX is left '
+                  'unset, so NCCL (2.21 or later) picks each port\'s RoCE v2 IPv4 GID' % shown)
+
+
+def nccl_settings(pairs, options):
+    """The NCCL run's settings from the tested rails (the pairs the per-HCA tests use): ``ib_hca`` (exact items),
+    ``rails`` (the node's HCAs NCCL must use), ``gid_index`` and ``gid_note``, ``ib_tc`` (the site's traffic class),
+    ``rail_netdevs`` (both ends' netdevs, whose addresses pin Open MPI's own traffic) and ``operator_env`` (the
+    settings left to the operator's netval_nccl_env)."""
+    gid_index, gid_note = nccl_gid_index(pairs)
+    settings = {'ib_hca': nccl_hca_list(pairs), 'gid_index': gid_index, 'gid_note': gid_note, 'ib_tc': options['traffic_class'],
+                'rails': len(set((p.get('device'), p.get('ib_port') or 1) for p in pairs)),
+                'rail_netdevs': sorted(set(n for p in pairs for n in (p.get('netdev'), p.get('peer_netdev')) if n))}
+    names = set(options.get('nccl_env_names') or [])
+    settings['operator_env'] = sorted(variable for key, variable in NCCL_PLANNED.items() if variable in names)
+    for key, variable in NCCL_PLANNED.items():
+        if variable in names:
+            settings[key] = None
+    return settings
 
 
 def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None):
@@ -371,8 +419,8 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     perftest_port_base, iperf3_port_base, ports_per_node, iperf3_ports_per_node, duration_override, timeout_margin,
     retest_only, retest_tests, node_address / peer_address (the inventory's fabric addresses of the boxes, else the
     rails' own), node_control_address / peer_control_address (where a perftest handshake goes when the server's rail
-    has no address), node_name / peer_name (for the reasons), rails_map (netval_rails), roce_tclass
-    (netval_roce_tclass), phase (all, peer: the tests that need a peer, local: those that do not).
+    has no address), node_name / peer_name (for the reasons), rails_map (netval_rails), traffic_class
+    (netval_roce_tclass), nccl_env_names, phase (all, peer: the tests that need a peer, local: those that do not).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
     perftest tests], batches: {perftest test name: [perftest_batches(...)]}, expected: [{id, metric, subject, test,

@@ -68,6 +68,10 @@ def check_costs(costs):
     return checked
 
 
+# Module calls a test makes beside its runs: iperf3 starts and stops the node's server; nccl-tests checks the launcher on
+# both boxes, trusts its key on the peer, gives the node the key and checks the session, and removes both (the key itself
+# is made in the controller's worker: no module).
+LAUNCH_CALLS = {'iperf3': 2, 'nccl_tests': 6}
 # The modules whose sessions last the planned duration; the others (ping by count, nccl-tests by iterations, dcgmi by level)
 # take their typical time from the costs.
 TIMED_MODULES = ('perftest', 'iperf3')
@@ -108,7 +112,7 @@ def plan_seconds(plan, costs):
             sessions = runs
             seconds = max(_session_s(client, module, costs) for client in runs[0]['clients'])
         else:
-            calls = len(runs) + (2 if module == 'iperf3' else 0)  # iperf3: the node's server started and stopped
+            calls = len(runs) + LAUNCH_CALLS.get(module, 0)
             sessions = runs
             seconds = sum(_session_s(run, module, costs) for run in runs)
         out[key] += seconds + calls * costs['call_s']
@@ -211,19 +215,21 @@ def run_prediction(hosts, costs, local_while_waiting=True, forks=None):
     """predict_run over the hosts of a play (their hostvars, in the order they ask for a peer: sorted names); ``forks``
     is ansible's (ansible_forks), which caps the costs' parallel_nodes.
 
-    Each host's ``netval_plan_seconds`` (plan_seconds of its plan), ``netval_healthy_peers`` and ``netval_peer`` say what it
-    will run and where; one with ``netval_tests_skipped`` takes no peer; ``netval_promote_accepted`` lets one that is not
+    Each host's run record (``netval_run``: node_run's) says what it will run and where (its ``plan_seconds``, the
+    plan_seconds of its plan, and its ``healthy_peers``) and whether its tests run at all (``tests_skipped``); a host
+    without one (its run broke) takes no peer; ``netval_peer`` pins it; ``netval_promote_accepted`` lets one that is not
     pinned to a healthy peer take nodes measured before it.  Never raises: {error} says why there is no prediction.
     """
     nodes, peers = [], []
     # Ansible passes hostvars as mappings that are not dicts.
     for host in sorted((h for h in hosts or [] if isinstance(h, Mapping)), key=lambda h: str(h.get('inventory_hostname'))):
-        seconds = host.get('netval_plan_seconds') or {}
-        healthy = [p for p in host.get('netval_healthy_peers') or [] if isinstance(p, str)]
+        record = host.get('netval_run') if isinstance(host.get('netval_run'), Mapping) else {}
+        seconds = record.get('plan_seconds') or {}
+        healthy = [p for p in record.get('healthy_peers') or [] if isinstance(p, str)]
         peers.extend(p for p in healthy if p not in peers)
         nodes.append({'node': host.get('inventory_hostname'), 'peer_s': seconds.get('peer_s', 0.0), 'local_s': seconds.get('local_s', 0.0),
                       'peer_overhead_s': seconds.get('peer_overhead_s', 0.0),
-                      'takes_peer': 'netval_tests_skipped' not in host and bool(seconds),
+                      'takes_peer': not record.get('tests_skipped') and bool(seconds),
                       'peers': peer_policy.first_peers(healthy, host.get('netval_peer') or None),
                       'grow': _true(host.get('netval_promote_accepted')) and (host.get('netval_peer') or '') not in healthy})
     try:

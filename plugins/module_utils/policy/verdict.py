@@ -64,6 +64,17 @@ RUN_INCOMPLETE = 'run_incomplete'
 NCCL_TEST = 'nccl'
 # nccl-tests' count of wrong results: its own cause, apart from the nccl family's bandwidth and time.
 NCCL_WRONG = 'nccl_wrong'
+# A figure that meets the contract but lies far below its siblings' (policy/fleet.py marks it): marginal, bucket B, never C.
+FLEET_OUTLIER = 'fleet_outlier'
+# How many HCAs NCCL used on the node: graded against the rails the run tested (its own cause, nccl_rails).
+NCCL_HCAS = 'nccl_hcas_used'
+NCCL_BUSBW = 'nccl_busbw_gbs'
+# The graded entry for GPUDirect RDMA in NCCL's run (tests.nccl.require_gdr), not a catalogue metric.
+NCCL_GDR = 'nccl_gdr'
+# nccl family figures that are counts, not throughput a slow NIC or platform drags down.
+NCCL_COUNTS = (NCCL_WRONG, NCCL_HCAS)
+# The per-HCA families: a node whose figures here are all healthy has proven each rail usable on its own.
+PER_HCA_FAMILIES = ('rdma_bw', 'gdr_bw')
 
 # Preflight checks (plugins/module_utils/policy/preflight.py) each cause reads.  A check in no group is still
 # named, by the catch-all rule, when it is marginal or reject.
@@ -88,6 +99,17 @@ OUR_SIDE_FIXES = {
     'parse_error': 'the tool\'s output could not be read: keep the raw output from the evidence bundle and report it against the parser',
     'not_measured': 'the test plan expected this figure but no test produced it: check the tier_tests run log',
     'transport_unknown': 'run nccl-tests with NCCL_DEBUG=INFO so the log names NET/IB or NET/Socket',
+    # The launcher of the NCCL test (Open MPI over SSH from the node to the peer): ours to set up, never the node's fault.
+    'launcher_unreachable': 'the node could not open the launcher\'s SSH session to the peer: check the peer\'s address '
+                            '(netval_mpi_address), its SSH host keys (netval_ssh_host_keys) and that sshd accepts the test '
+                            'user\'s key; or give the node trust of its own (netval_nccl_launcher_trust: false)',
+    'launcher_missing': 'install Open MPI and nccl-tests where the launcher looks for them on both boxes, or point netval_mpirun '
+                        '(an absolute path: Open MPI starts orted under the same prefix on the peer) and netval_nccl_binary at them',
+    'launcher_failed': 'mpirun could not start the job on both boxes: read the message (orted, the hostfile, Open MPI\'s out-of-band '
+                       'network); check netval_mpirun, netval_mpirun_args and netval_fabric_subnet',
+    'nccl_socket_unproven': 'NCCL fell back to NET/Socket and the node\'s per-HCA RDMA tests did not prove IB usable: fix what they '
+                            'report first; then check NCCL_IB_HCA, the GID index and NCCL_NET_PLUGIN and re-run',
+    'gdr_unknown': 'run nccl-tests with NCCL_DEBUG=INFO so the log says whether NCCL used GPUDirect RDMA (GDRDMA)',
     # dcgmi diag -r N where only the software checks ran: the level could not run, which proves nothing about the GPUs.
     'diag_level_not_run': 'the dcgmi level could not run (its hardware and stress tests were all skipped): install the DCGM '
                           'release and diag package that support these GPUs, free the GPUs (no other process, persistence mode on) '
@@ -157,7 +179,49 @@ def threshold_errors(thresholds):
             _limits(metric, thresholds[metric])
         except ThresholdError as exc:
             errors.append(str(exc))
+            continue
+        factor = thresholds[metric].get('per_rail')
+        if factor is not None and (not _finite(factor) or not 0 < factor <= 1):
+            errors.append('threshold %s.per_rail must be a fraction above 0 and at most 1 (the node\'s line is that times the '
+                          'rails times each figure), got %r' % (metric, factor))
     return errors
+
+
+def node_threshold(metric, threshold, rails):
+    """The line one node's figure is graded against.
+
+    A threshold stated per rail (``per_rail: f``: its figures are one rail's, the runbook's per-NIC line) becomes the
+    node's: each figure times ``f`` times ``rails``, the rails the run tested and the collective must use.  Any other
+    threshold is returned as it is.  None when the threshold is per rail and the rails are not known."""
+    factor = (threshold or {}).get('per_rail')
+    if factor is None:
+        return threshold
+    if isinstance(rails, bool) or not isinstance(rails, int) or rails < 1:
+        return None
+    scale = float(factor) * rails
+    derived = dict((key, value) for key, value in threshold.items() if key != 'per_rail')
+    # The node's line carries how it was derived (``derived``), not ``per_rail``: it is a plain line now.
+
+    def scaled(value):
+        return None if value is None else round(float(value) * scale, 6)
+    derived['healthy'] = [scaled(value) for value in (threshold.get('healthy') or [None, None])]
+    for key in ('reject_below', 'reject_above'):
+        if key in threshold:
+            derived[key] = scaled(threshold[key])
+    derived['derived'] = {'per_rail': factor, 'rails': rails, 'healthy': list(threshold.get('healthy') or [None, None]),
+                          'reject': threshold.get('reject_below', threshold.get('reject_above'))}
+    return derived
+
+
+def describe_per_rail(threshold):
+    """' (0.85 x 8 rails x the per-rail 45-47, reject 40)' for a node's line derived per rail, '' otherwise."""
+    origin = (threshold or {}).get('derived')
+    if not isinstance(origin, dict):
+        return ''
+    low, high = origin['healthy']
+    return ' (%s x %d rails x the per-rail %s%s%s)' % (
+        _fmt(origin['per_rail']), origin['rails'], _fmt(low), '-%s' % _fmt(high) if high is not None else '',
+        ', reject %s' % _fmt(origin['reject']) if origin.get('reject') is not None else '')
 
 
 def classify(metric, value, threshold):
@@ -221,11 +285,20 @@ def grade_measurements(measurements, thresholds):
     for item in measurements:
         entry = dict(item)
         metric = entry.get('metric')
-        threshold = thresholds.get(metric)
+        threshold = node_threshold(metric, thresholds.get(metric), entry.get('rails'))
         value = entry.get('value')
         entry['threshold'] = threshold
         if threshold is not None:
-            entry['expected'] = describe_threshold(metric, threshold)
+            entry['expected'] = describe_threshold(metric, threshold) + describe_per_rail(threshold)
+        elif thresholds.get(metric) is not None and _finite(value) and not entry.get('preset_status'):
+            # A per-rail line needs the rails the run tested; without them the figure cannot be judged (ours).
+            entry['status'] = UNKNOWN
+            entry['expected'] = describe_threshold(metric, thresholds[metric]) + ' per rail'
+            entry['error'] = entry.get('error') or 'the rails the run tested are not known, so the node\'s line cannot be derived'
+            entry['error_class'] = entry.get('error_class') or 'not_measurable'
+            entry['error_side'] = entry.get('error_side') or SIDE_OURS
+            graded.append(entry)
+            continue
         if entry.get('preset_status'):
             # Tools that grade themselves (dcgmi diag pass/warn/fail).
             entry['status'] = entry['preset_status']
@@ -283,28 +356,82 @@ def missing_figures(graded, expected, thresholds):
     return missing
 
 
+def _nccl_entry(graded, metric, expected):
+    """A graded entry of the NCCL run as a whole (transport, GDR), on the subject and peer of its figures."""
+    ran = [e for e in graded if e.get('metric') in catalogue.METRICS and catalogue.test_of_metric(e['metric']) == NCCL_TEST
+           and e.get('value') is not None]
+    if not ran:
+        return None
+    return {'id': '%s:%s' % (metric, ran[0].get('subject')), 'kind': None, 'metric': metric,
+            'subject': ran[0].get('subject'), 'peer': ran[0].get('peer'), 'peer_device': None, 'test': NCCL_TEST,
+            'value': None, 'unit': None, 'as_printed': None, 'verbatim': [], 'cmd': ran[0].get('cmd'), 'raw': '', 'error': None,
+            'error_class': None, 'error_side': None, 'expected': expected, 'threshold': None}
+
+
+def ib_proven(graded):
+    """Whether the node's own per-HCA RDMA tests proved IB usable: host-memory RDMA figures, every one healthy."""
+    figures = [e for e in graded if catalogue.family(e.get('metric')) == 'rdma_bw' and e.get('status') in GRADED]
+    return bool(figures) and all(e['status'] == HEALTHY for e in figures)
+
+
 def nccl_transport_entry(graded, profile, transport):
     """The graded NCCL transport, or None when NCCL is not enabled, not required to use one transport, or gave no figure.
 
     ``tests.nccl.require_transport`` (default IB; null: any) is what the tier requires; ``transport`` is what the
-    NCCL log showed (IB, Socket, or None when it could not be read).
+    NCCL log showed (IB, Socket, or None when it could not be read).  Another transport is a reject only when the
+    node's per-HCA RDMA tests were all healthy (IB proven usable there, so NCCL's fallback is the node's); otherwise
+    it is unknown and ours: our own settings may have caused it.
     """
     settings = ((profile.get('tests') or {}).get(NCCL_TEST) or {})
     required = settings.get('require_transport', 'IB')
-    ran = [e for e in graded if e.get('metric') in catalogue.METRICS and catalogue.test_of_metric(e['metric']) == NCCL_TEST
-           and e.get('value') is not None]
-    if not settings.get('enabled') or required is None or not ran:
+    entry = _nccl_entry(graded, NCCL_TRANSPORT, 'NET/%s' % required)
+    if not settings.get('enabled') or required is None or entry is None:
         return None
-    entry = {'id': '%s:%s' % (NCCL_TRANSPORT, ran[0].get('subject')), 'kind': None, 'metric': NCCL_TRANSPORT,
-             'subject': ran[0].get('subject'), 'peer': ran[0].get('peer'), 'peer_device': None, 'test': NCCL_TEST,
-             'value': transport, 'unit': None, 'as_printed': 'NET/%s' % transport if transport else None,
-             'verbatim': [], 'cmd': ran[0].get('cmd'), 'raw': '', 'error': None, 'error_class': None, 'error_side': None,
-             'expected': 'NET/%s' % required, 'threshold': None}
+    entry.update(value=transport, as_printed='NET/%s' % transport if transport else None)
     if transport is None:
         entry.update(status=UNKNOWN, error='the NCCL log does not say which transport it used',
                      error_class='transport_unknown', error_side=SIDE_OURS)
+    elif transport == required:
+        entry['status'] = HEALTHY
+    elif ib_proven(graded):
+        entry['status'] = REJECT
     else:
-        entry['status'] = HEALTHY if transport == required else REJECT
+        entry.update(status=UNKNOWN, error_class='nccl_socket_unproven', error_side=SIDE_OURS,
+                     error='NCCL ran over NET/%s, and the node\'s per-HCA RDMA tests did not all pass, so IB is not proven '
+                           'usable on it: the fallback may be ours (the settings, the tools), not the node\'s' % transport)
+    return entry
+
+
+def over_unproven_transport(graded, transport):
+    """The NCCL figures of a run whose transport is unknown and ours (an unproven NET/Socket): measured over sockets our
+    settings may have caused, they are not the node's to answer for; each becomes unknown, naming why."""
+    if not transport or transport.get('status') != UNKNOWN or transport.get('error_class') != 'nccl_socket_unproven':
+        return graded
+    out = []
+    for entry in graded:
+        if catalogue.family(entry.get('metric')) == 'nccl' and entry.get('metric') != NCCL_WRONG and entry.get('status') in GRADED:
+            entry = dict(entry, status=UNKNOWN, error=transport['error'], error_class='nccl_socket_unproven', error_side=SIDE_OURS)
+        out.append(entry)
+    return out
+
+
+def nccl_gdr_entry(graded, profile, transport):
+    """Whether NCCL used GPUDirect RDMA, graded when the tier requires it (``tests.nccl.require_gdr``) and NCCL rode
+    NET/IB: not used is marginal (investigate: nvidia_peermem, dma-buf, PCIe ACS), not said is unknown (ours)."""
+    settings = ((profile.get('tests') or {}).get(NCCL_TEST) or {})
+    if not settings.get('enabled') or not settings.get('require_gdr') or transport != 'IB':
+        return None
+    busbw = [e for e in graded if e.get('metric') == NCCL_BUSBW and e.get('value') is not None]
+    entry = _nccl_entry(busbw, NCCL_GDR, 'GPUDirect RDMA (GDRDMA connections)')
+    if entry is None:
+        return None
+    gdr = busbw[0].get('gdr')
+    entry.update(value=gdr, as_printed={True: 'GDRDMA', False: 'no GPUDirect RDMA', None: None}[gdr])
+    if gdr is None:
+        entry.update(status=UNKNOWN, error='the NCCL log does not say whether NCCL used GPUDirect RDMA',
+                     error_class='gdr_unknown', error_side=SIDE_OURS)
+    else:
+        entry['status'] = HEALTHY if gdr else MARGINAL
     return entry
 
 
@@ -383,7 +510,7 @@ class Results(object):
     def throughput_shortfalls(self, subjects=None):
         """Non-healthy figures a slow platform drags down with it; with ``subjects`` (slow NICs), those NICs' GDR
         figures and the figures that run over every NIC (aggregate, NCCL bandwidth)."""
-        found = [t for t in self.tests_of(THROUGHPUT_FAMILIES) if t.get('metric') != NCCL_WRONG]
+        found = [t for t in self.tests_of(THROUGHPUT_FAMILIES) if t.get('metric') not in NCCL_COUNTS]
         if subjects is None:
             return found
         return [t for t in found if catalogue.family(t.get('metric')) in ('aggregate_bw', 'nccl')
@@ -602,10 +729,48 @@ def rule_nccl_socket_fallback(results, _found):
     bad = results.metric_tests(NCCL_TRANSPORT, (REJECT,))
     if not bad:
         return []
-    return [_cause('nccl_socket_fallback', 'NCCL ran over %s (a silent TCP fallback), not %s: check NCCL_IB_HCA (both boxes\' '
-                   'device names), NCCL_NET_PLUGIN=none, NCCL_IB_GID_INDEX and that the RDMA devices are Active.'
+    return [_cause('nccl_socket_fallback', 'NCCL ran over %s (a silent TCP fallback), not %s, although every HCA of the node passed '
+                   'its own RDMA test (IB is usable there): check that NCCL finds the HCAs (its NCCL WARN lines: libibverbs, '
+                   'the IB plugin, NCCL_NET_PLUGIN), the GID table of each port and that the RDMA devices are Active.'
                    % (bad[0].get('as_printed'), bad[0].get('expected')), [t.get('subject') for t in bad],
                    bad + [t for t in results.tests_of(('nccl',)) if t.get('metric') != NCCL_WRONG])]
+
+
+def rule_nccl_rails(results, found):
+    bad = results.metric_tests(NCCL_HCAS)
+    if not bad or 'nccl_socket_fallback' in found:
+        return []
+    entry = bad[0]
+    rails = ((entry.get('threshold') or {}).get('derived') or {}).get('rails')
+    return [_cause('nccl_rails', 'NCCL used %s of the %s HCAs the run tested on the node (%s): the all_reduce rode fewer rails than '
+                   'the node has, so its bus bandwidth is not the node\'s. Read the node\'s NCCL WARN lines (an HCA NCCL could not '
+                   'open), check each HCA\'s port state and GID table, and NCCL\'s own view (NCCL_DEBUG_SUBSYS=INIT,NET).'
+                   % (_fmt(entry['value']) if entry.get('value') is not None else '?', rails or '?', entry.get('as_printed') or '-'),
+                   [entry.get('subject')], bad + [t for t in results.tests_of(('nccl',)) if t.get('metric') == NCCL_BUSBW])]
+
+
+def rule_nccl_topology(results, _found):
+    """NCCL's bandwidth short while every rail proved itself on its own: the shortfall is inside the node."""
+    short = [t for t in results.metric_tests(NCCL_BUSBW) if t.get('value') is not None]
+    rails = results.figures(PER_HCA_FAMILIES)
+    if (not short or not rails or any(t['status'] != HEALTHY for t in rails) or results.metric_tests(NCCL_HCAS)
+            or results.metric_tests(NCCL_TRANSPORT, (REJECT, UNKNOWN))):
+        return []
+    return [_cause('nccl_topology', 'NCCL\'s bus bandwidth is short (%s; %s) while every HCA of the node is healthy on its own '
+                   '(host memory and GPUDirect RDMA): the collective loses its bandwidth inside the node. Check NVLink and '
+                   'NVSwitch (nvidia-smi nvlink -s, nvidia-smi -q Fabric state, nvidia-fabricmanager), the GPU-NIC affinity '
+                   '(nvidia-smi topo -m: each GPU with its NIC on one PCIe switch) and NCCL\'s topology detection '
+                   '(NCCL_DEBUG_SUBSYS=GRAPH, NCCL_TOPO_DUMP_FILE).' % (', '.join(_figure(t) for t in short), short[0].get('expected')),
+                   [t.get('subject') for t in short], short)]
+
+
+def rule_nccl_gdr(results, _found):
+    bad = results.metric_tests(NCCL_GDR)
+    if not bad:
+        return []
+    return [_cause('nccl_gdr', 'NCCL rode NET/IB without GPUDirect RDMA (no GDRDMA connection), which the tier requires: check '
+                   'nvidia_peermem (or dma-buf with the open GPU kernel modules), PCIe ACS on the switches between each GPU and '
+                   'its NIC, and NCCL_NET_GDR_LEVEL; then re-test.', [t.get('subject') for t in bad], bad)]
 
 
 def rule_nccl_wrong_results(results, _found):
@@ -674,6 +839,49 @@ def rule_host_configuration(results, found):
                    [f.get('subject') for f in bad], bad)]
 
 
+def _fleet_part(metric, tests):
+    """One metric's outliers: '<label> mlx5_0, mlx5_1 at 11.01 GB/s, 9.0 % worse than the median 12.1 GB/s of 16 figures (...)'."""
+    mark = tests[0][FLEET_OUTLIER]
+    unit = mark.get('unit') or tests[0].get('unit') or ''
+    values = sorted(set(_fmt(t['value']) for t in tests))
+    if len(values) == 1:
+        figures = '%s at %s %s' % (', '.join(str(t.get('subject')) for t in tests), values[0], unit)
+    else:
+        figures = '%s %s' % (', '.join('%s %s' % (t.get('subject'), _fmt(t['value'])) for t in tests), unit)
+    spread = mark.get('spread') or 0
+    return '%s %s, %s %% worse than the median %s %s of %d figures (robust spread %s)' % (
+        catalogue.label(metric), figures.strip(), '-'.join(sorted(set('%.1f' % t[FLEET_OUTLIER].get('shortfall_pct', 0) for t in tests))),
+        _fmt(mark.get('median')), unit, mark.get('batch_figures', 0),
+        '%s %s' % (_fmt(spread), unit) if spread else '0: the siblings do not vary')
+
+
+def _fleet_marked(results):
+    return [t for t in results.tests if t.get('status') == MARGINAL and isinstance(t.get(FLEET_OUTLIER), Mapping)]
+
+
+def rule_fleet_outlier(results, _found):
+    marked = _fleet_marked(results)
+    if not marked:
+        return []
+    metrics = []
+    for test in marked:
+        if test.get('metric') not in metrics:
+            metrics.append(test.get('metric'))
+    parts = [_fleet_part(metric, [t for t in marked if t.get('metric') == metric]) for metric in metrics]
+    first = marked[0][FLEET_OUTLIER]
+    baselines = max(t[FLEET_OUTLIER].get('baseline_nodes') or 0 for t in marked)
+    siblings = 'The siblings: %d nodes of tier %s, SKU %s%s' % (
+        max(t[FLEET_OUTLIER].get('batch_nodes') or 0 for t in marked), first.get('tier'), first.get('sku'),
+        ', %d of them accepted baselines' % baselines if baselines else '')
+    contract = '; '.join(sorted(set(str(t.get('expected_contract') or t.get('expected') or '?') for t in marked)))
+    return [_cause(FLEET_OUTLIER, 'Far below its siblings while above the contract line: %s. %s. An outlier is more than %s robust '
+                   'spreads (1.4826 x MAD) and at least %s %% worse than the median of the same figure on the same tier and SKU. Every '
+                   'such figure still meets the contract (%s), so nothing here is held against the provider: compare the node with '
+                   'its siblings (BIOS and power profile, NIC firmware and settings, PCIe placement, cables and switch ports) before '
+                   'it takes jobs.' % ('; '.join(parts), siblings, _fmt(first.get('max_mads')), _fmt(first.get('min_shortfall_pct')), contract),
+                   [t.get('subject') for t in marked], marked)]
+
+
 def _failure_line(entry):
     what = catalogue.label(entry['metric']) if entry.get('metric') else entry.get('check')
     reason = entry.get('error') or entry.get('detail') or 'not measured'
@@ -738,10 +946,19 @@ CAUSE_RULES = (
     CauseRule('nccl_socket_fallback', 'NCCL used another transport than the tier requires (tests.nccl.require_transport)', (),
               rule_nccl_socket_fallback),
     CauseRule('nccl_wrong_results', 'nccl-tests counted wrong results beyond the nccl_wrong threshold', (), rule_nccl_wrong_results),
+    CauseRule('nccl_rails', 'NCCL used fewer HCAs on the node than the run tested (nccl_hcas_used below its per-rail line)', (),
+              rule_nccl_rails),
+    CauseRule('nccl_topology', 'NCCL bandwidth below healthy while every per-HCA figure (rdma_bw, gdr_bw) is healthy, NCCL used '
+              'every tested rail and rode the required transport', (), rule_nccl_topology),
+    CauseRule('nccl_gdr', 'NCCL rode NET/IB without GPUDirect RDMA where the tier requires it (tests.nccl.require_gdr)', (),
+              rule_nccl_gdr),
     CauseRule('gdr', 'a gdr_bw figure below healthy while every rdma_bw figure is healthy', (), rule_gdr),
     CauseRule('jumbo_path', 'a ping-family figure (jumbo-frame loss or round trip) not healthy', (), rule_jumbo_path),
     CauseRule('host_configuration', 'a host or NIC configuration finding not already explained by platform_tuning', (),
               rule_host_configuration),
+    # After the node's own faults and before what we could not measure: a sibling comparison is ours to look into.
+    CauseRule(FLEET_OUTLIER, 'a figure that meets the contract lies far below its siblings\' (marked by policy/fleet.py)', (),
+              rule_fleet_outlier),
     CauseRule('node_side_failure', 'a test could not run and its module blames the node (error_side node)', (), rule_node_side_failure),
     CauseRule('measurement_incomplete', 'a figure is unknown (not run, failed on our side, unreadable) or a finding is unknown', (),
               rule_measurement_incomplete),
@@ -827,6 +1044,46 @@ def with_run_break(result, where, why):
     return result
 
 
+_RANK = dict((rule.cause, index) for index, rule in enumerate(CAUSE_RULES))
+
+
+def with_fleet_outliers(result, marks):
+    """``result`` (a node's verdict) with the figures ``marks`` names ({test id: mark}, policy/fleet.py) marginal as
+    fleet outliers, when they were healthy: each keeps its contract text in ``expected_contract`` and carries the mark
+    under ``fleet_outlier``; the cause fleet_outlier takes its place among the causes (CAUSE_RULES' order) and the counts
+    are taken again.  Bucket A becomes B; B and C stay: a comparison with siblings is no contract line, never C."""
+    if not marks or not isinstance(result, Mapping):
+        return result
+    tests, changed = [], False
+    for test in result.get('tests') or []:
+        mark = marks.get(test.get('id')) if isinstance(test, Mapping) else None
+        if mark and test.get('status') == HEALTHY:
+            test = dict(test, status=MARGINAL, expected_contract=test.get('expected'))
+            test[FLEET_OUTLIER] = dict(mark)
+            test['expected'] = '%s; among its siblings at most %s robust spreads and %s %% worse than their median %s %s' % (
+                test.get('expected') or 'the contract', _fmt(mark.get('max_mads')), _fmt(mark.get('min_shortfall_pct')),
+                _fmt(mark.get('median')), mark.get('unit') or '')
+            changed = True
+        tests.append(test)
+    if not changed:
+        return result
+    result = dict(result, tests=tests)
+    cause = rule_fleet_outlier(Results(tests, [], {}), {})[0][0]
+    causes = [c for c in result.get('causes') or [] if not (isinstance(c, Mapping) and c.get('cause') == FLEET_OUTLIER)]
+    rank = _RANK[FLEET_OUTLIER]
+    at = len(causes)
+    for index, existing in enumerate(causes):
+        if _RANK.get(existing.get('cause') if isinstance(existing, Mapping) else None, len(CAUSE_RULES)) > rank:
+            at = index
+            break
+    statuses = [t.get('status', UNKNOWN) for t in tests if isinstance(t, Mapping)]
+    statuses += [f.get('status', UNKNOWN) for f in result.get('findings') or [] if isinstance(f, Mapping)]
+    result.update(causes=causes[:at] + [cause] + causes[at:], counts=_counts(statuses))
+    if result.get('bucket') == BUCKET_ACCEPT:
+        result['bucket'] = BUCKET_INVESTIGATE
+    return result
+
+
 def incomplete_verdict(node, where, why, tier=None):
     """The verdict of a node whose run broke before it had one of its own: bucket B, the cause run_incomplete.
 
@@ -854,7 +1111,10 @@ def node_verdict(measurements, findings, profile, context=None):
     graded += missing_figures(graded, context.get('expected'), thresholds)
     transport = nccl_transport_entry(graded, profile, context.get('nccl_transport'))
     if transport:
-        graded.append(transport)
+        graded = over_unproven_transport(graded, transport) + [transport]
+    gdr = nccl_gdr_entry(graded, profile, context.get('nccl_transport'))
+    if gdr:
+        graded.append(gdr)
     findings = list(findings)
     statuses = [m['status'] for m in graded] + [f.get('status', UNKNOWN) for f in findings]
     counts = _counts(statuses)

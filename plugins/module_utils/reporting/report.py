@@ -15,7 +15,7 @@ __metaclass__ = type
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import prometheus
 from ansible_collections.gpufleet.netval.plugins.module_utils.validate import one_line, visible
 
@@ -165,12 +165,16 @@ def _short_cmd(cmd):
     return ('%s %s' % (first.rsplit('/', 1)[-1], rest)).strip()
 
 
+def _short_of_contract(node):
+    """The tests below the contract: marginal or reject, not a figure that only lies below its siblings' (a fleet
+    outlier meets the contract, so it is never put to the provider)."""
+    return [t for t in node.get('tests', []) if t.get('status') in ('marginal', 'reject') and not t.get(verdict.FLEET_OUTLIER)]
+
+
 def _measured_lines(node):
     """The failing tests' commands and output, as lines of an indented code block (pasted as printed)."""
     lines = []
-    for test in node.get('tests', []):
-        if test.get('status') not in ('marginal', 'reject'):
-            continue
+    for test in _short_of_contract(node):
         verbatim = test.get('verbatim') or []
         if test.get('cmd'):
             lines.append('$ %s' % _short_cmd(test['cmd']))
@@ -186,7 +190,7 @@ def _measured_lines(node):
 
 def _healthy_lines(node, limit=10):
     """Healthy results of the same kinds as the failing ones: the comparison the provider needs."""
-    failing = set(t.get('metric') for t in node.get('tests', []) if t.get('status') in ('marginal', 'reject'))
+    failing = set(t.get('metric') for t in _short_of_contract(node))
     lines = []
     for test in node.get('tests', []):
         if test.get('status') == 'healthy' and test.get('metric') in failing and test.get('as_printed'):
@@ -213,7 +217,7 @@ def vendor_letter(node, sender=None):
         "We've validated node %s against the %s tier acceptance criteria as part of new-node delivery. "
         "Some measurements are below contract, so we cannot accept the node yet." % (_identity_phrase(node), tier))
     contract = node.get('contract_text')
-    expected = [t for t in node.get('tests', []) if t.get('expected') and t.get('status') in ('marginal', 'reject')]
+    expected = [t for t in _short_of_contract(node) if t.get('expected')]
     expectation = ''
     if contract:
         expectation = 'The contract specifies %s.' % markdown_text(str(contract).rstrip('.'))
@@ -248,7 +252,8 @@ def vendor_letter(node, sender=None):
     healthy = _healthy_lines(node)
     if healthy:
         paragraphs.append('For comparison, these passed on the same node and peer:\n\n' + '\n'.join(healthy))
-    causes = node.get('causes') or []
+    # Only what the provider must answer for: a figure below its siblings but within the contract is ours to look into.
+    causes = [c for c in node.get('causes') or [] if not (isinstance(c, dict) and c.get('cause') == verdict.FLEET_OUTLIER)]
     if causes:
         paragraphs.append('Our reading of the pattern: %s' % ' '.join(
             markdown_text((c['detail'] if isinstance(c, dict) else str(c)).rstrip('.')) + '.' for c in causes))

@@ -15,6 +15,11 @@ Every node's result goes through the trust boundary (node_input) first, and
 each node's outputs are built on their own: a node whose data breaks a writer
 gets its run_incomplete verdict instead, and the other nodes' reports are
 written as they are.
+
+Once every node is known, the nodes are compared with each other and with the accepted fleet's baselines (policy/fleet.py:
+a figure far below its siblings' while it meets the contract is marginal, fleet_outlier, bucket B at worst; the node,
+peer, peer HCA or rail common to the failing pairs is named), and with ``link_baselines`` each node the report accepts
+gets its ``evidence/<node>/baseline`` link (the evidence role wrote its baseline.json; an outlier's is never linked).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,8 +31,8 @@ import os
 import time
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
-from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import node_input
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import prediction, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import evidence_reads, node_input
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import fleet, prediction, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
@@ -40,6 +45,9 @@ ARGUMENT_SPEC = dict(
     prediction=dict(type='dict', default={}),
     hosts=dict(type='list', elements='str', default=[]),
     textfile_dir=dict(type='path'),
+    evidence_dir=dict(type='path'),
+    fleet_rules=dict(type='dict', default={}),
+    link_baselines=dict(type='bool', default=False),
 )
 # The run's textfile in node_exporter's textfile directory (drift_report writes netval_drift.prom beside it).
 TEXTFILE_NAME = 'netval_validate.prom'
@@ -55,7 +63,8 @@ def input_problems(params):
     """Every problem with the task's own options, each naming its field, before anything is written.  The node results
     are not among them: each is checked on its own (node_report), and one that cannot be rendered is that node's
     run_incomplete, never the run's failure."""
-    problems = checks.control_characters({'root': params['root'], 'textfile_dir': params['textfile_dir'] or ''})
+    problems = checks.control_characters({'root': params['root'], 'textfile_dir': params['textfile_dir'] or '',
+                                          'evidence_dir': params['evidence_dir'] or ''})
     if not checks.fullmatch(evidence.STAMP_RE, params['timestamp']):
         problems.append('timestamp %r must look like 20261130T014500Z (UTC)' % (params['timestamp'],))
     for name in sorted(params['nodes'], key=str):
@@ -68,6 +77,10 @@ def input_problems(params):
     except report.ReportError as exc:
         problems.append(str(exc))
     problems.append(evidence.foreign_link_problem(os.path.join(params['root'], 'latest')))
+    if params['link_baselines'] and not params['evidence_dir']:
+        problems.append('link_baselines needs evidence_dir (the folder that holds evidence/<node>/<stamp>)')
+    for tier, rules in sorted(params['fleet_rules'].items(), key=lambda kv: str(kv[0])):
+        problems.extend('fleet_rules.%s: %s' % (tier, problem) for problem in fleet.rules_errors(rules))
     return checks.problems_of(problems)
 
 
@@ -126,6 +139,49 @@ def summary_entry(node):
             'evidence': node.get('evidence')}
 
 
+def compare_with_fleet(nodes, params):
+    """The run's nodes compared with each other and the accepted fleet (policy/fleet.py): (nodes with their fleet
+    outliers marked, {batches, notes, common_elements}).  A comparison that cannot be made is a note, never the report's
+    failure: every node keeps the verdict its contract lines gave it."""
+    rules = params['fleet_rules']
+    out = {'batches': [], 'notes': [], 'common_elements': []}
+    try:
+        baselines, problems = evidence_reads.accepted_baselines(params['evidence_dir'], skip=set(nodes))
+        out['notes'].extend('fleet: a baseline was left out: %s' % problem for problem in problems)
+        analysis = fleet.analyse(nodes, rules, baselines)
+        nodes = dict((name, verdict.with_fleet_outliers(node, analysis['marks'].get(name))) for name, node in nodes.items())
+        out['common_elements'] = fleet.common_elements(nodes, rules, analysis['low'])
+    except Exception as exc:  # pylint: disable=broad-except
+        # A node's data that breaks the comparison must not cost any node its report.
+        out['notes'].append('fleet: the nodes were not compared with each other: %s' % _why(exc))
+        return nodes, out
+    out['notes'][:0] = analysis['notes']
+    out['batches'] = [fleet.batch_summary(batch) for batch in analysis['batches']]
+    return nodes, out
+
+
+def fleet_lines(compared):
+    """summary.txt's lines of the comparison: its notes, then one line per common element."""
+    return [checks.one_line(note) for note in compared['notes']] + [
+        checks.one_line('common element: %s' % c['detail']) for c in compared['common_elements']]
+
+
+def link_baselines(nodes, params):
+    """Point evidence/<node>/baseline at this run's bundle for every node the report accepts: ({node: link}, problems)."""
+    linked, problems = {}, []
+    for name in sorted(nodes):
+        if nodes[name].get('bucket') != verdict.BUCKET_ACCEPT:
+            continue
+        try:
+            link = evidence_reads.link_baseline(params['evidence_dir'], name, params['timestamp'])
+        except (evidence.EvidenceError, OSError) as exc:
+            problems.append('%s: its baseline link was not moved: %s' % (name, checks.one_line(exc)))
+            continue
+        if link:
+            linked[name] = link
+    return linked, problems
+
+
 def write(params, check_mode):
     """Write the run's reports as the module documents; the task's result."""
     page = html_report()
@@ -141,6 +197,7 @@ def write(params, check_mode):
     for name in hosts:
         if name not in nodes:
             nodes[name], problems[name] = verdict.incomplete_verdict(name, 'report', NOT_REPORTED), []
+    nodes, compared = compare_with_fleet(nodes, params)
     drawn, failed = ({}, {}) if check_mode else page.draw_charts(nodes)
     per_node = {}
     for name in sorted(nodes):
@@ -153,6 +210,7 @@ def write(params, check_mode):
             nodes[name] = incomplete_report(name, nodes[name], _why(exc), problems[name])
             per_node[name] = node_files(name, nodes[name], where, stamp, params['sender'], [] if page.HAS_MATPLOTLIB else None)
     table = report.summary_table(nodes, hosts)
+    table += ''.join(line + '\n' for line in fleet_lines(compared))
     timing = None
     try:
         started = calendar.timegm(time.strptime(stamp, '%Y%m%dT%H%M%SZ'))
@@ -168,7 +226,9 @@ def write(params, check_mode):
             '; %d node(s) re-tested on a second peer' % len(timing['retested_nodes']) if timing['retested_nodes'] else '')
     letters = ['letters/%s.txt' % name for name in sorted(nodes) if nodes[name]['bucket'] == 'C']
     written = dict(run_dir=run_dir, summary_table=table, letters=[os.path.join(run_dir, p) for p in letters],
-                   page=os.path.join(run_dir, 'index.html'), markdown=os.path.join(run_dir, 'summary.md'))
+                   page=os.path.join(run_dir, 'index.html'), markdown=os.path.join(run_dir, 'summary.md'),
+                   verdicts=dict((name, {'bucket': nodes[name]['bucket'], 'causes': nodes[name].get('causes') or [],
+                                         'counts': nodes[name].get('counts') or {}}) for name in sorted(nodes)))
     if params['textfile_dir']:
         written['textfile'] = os.path.join(params['textfile_dir'], TEXTFILE_NAME)
     if check_mode:
@@ -184,6 +244,8 @@ def write(params, check_mode):
     summary['lost_peers'] = report.lost_peers(nodes)
     summary['chain'] = report.validation_chain(nodes)
     summary['promoted'] = report.promoted_nodes(nodes)
+    summary['fleet'] = {'batches': compared['batches'], 'notes': compared['notes']}
+    summary['common_elements'] = compared['common_elements']
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
     # Links to the evidence bundles are relative to where the page lands.
     files['index.html'] = page.render_page(nodes, stamp, where, sections=dict((name, per_node[name]['section']) for name in nodes))
@@ -195,4 +257,6 @@ def write(params, check_mode):
             evidence.replace_file(written['textfile'], files['netval.prom'].encode('utf-8'))
     except (evidence.EvidenceError, IOError, OSError) as exc:
         return dict(failed=True, msg='validation_report: cannot write %s: %s' % (run_dir, exc), **failure('unknown_error'))
+    if params['link_baselines']:
+        written['baselines'], written['baseline_problems'] = link_baselines(nodes, params)
     return dict(changed=True, **written)

@@ -70,7 +70,7 @@ def test_docker0_on_both_boxes_cannot_be_picked(tmp_path, monkeypatch):
     hostfile = os.path.join(workdir, 'hostfile')
     expected = ['/usr/bin/timeout', '--kill-after=5', '1800', '/usr/bin/mpirun', '-np', '2', '--hostfile', hostfile,
                 '--mca', 'oob_tcp_if_include', '10.0.0.0/30', '--mca', 'btl_tcp_if_include', '10.0.0.0/30',
-                '-x', 'NCCL_DEBUG=INFO', '-x', 'NCCL_IB_HCA=rocep1s0f0,rocep1s0f1', '-x', 'NCCL_SOCKET_IFNAME=enp1s0f0np0,enp1s0f1np1',
+                '-x', 'NCCL_DEBUG=INFO', '-x', 'NCCL_IB_HCA==rocep1s0f0,rocep1s0f1', '-x', 'NCCL_SOCKET_IFNAME==enp1s0f0np0,enp1s0f1np1',
                 'all_reduce_perf']
     result, _failed = run_module(nccl_tests.main, args, calls=[Call(expected, rc=1, err='stopped here')])
     words = [word for word in result['cmd'].split() if word != hostfile]

@@ -61,9 +61,11 @@ def test_iperf3_and_ping_and_nccl_and_dcgmi():
     assert rtt['value'] is None and 'path MTU 1500' in rtt['error']
     nccl = {'transport': 'Socket', 'stdout': '#  size count\n 1073741824  268435456 float sum -1 1.0 2.0 2.1 0 1.0 2.0 2.0 0\n',
             'rows': [{'size_bytes': 1073741824, 'oop_busbw_gbs': 2.1, 'ip_busbw_gbs': 2.0, 'oop_time_us': 9.0, 'ip_time_us': 9.5, 'wrong': 0}]}
-    found = measurements.run_measurements(nccl, run_of('nccl', 'nccl_busbw_gbs', subject='all_reduce', at_bytes=17179869184))
-    assert [m['metric'] for m in found] == ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong']
+    found = measurements.run_measurements(nccl, run_of('nccl', 'nccl_busbw_gbs', subject='all_reduce', at_bytes=17179869184, rails=8))
+    assert [m['metric'] for m in found] == ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong', 'nccl_hcas_used']
     assert found[0]['value'] == 2.1 and 'NET/Socket' in found[0]['as_printed'] and found[2]['value'] == 0
+    # Over NET/Socket NCCL used no HCA (the transport is graded on its own); the rails go with the per-rail figures.
+    assert found[3]['value'] == 0 and 'NET/Socket' in found[3]['as_printed'] and (found[0]['rails'], found[3]['rails']) == (8, 8)
     dcgmi = {'tests': [{'name': 'Memory', 'overall': 'fail', 'per_gpu': {'3': {'status': 'fail'}}},
                        {'name': 'PCIe', 'overall': 'pass', 'per_gpu': {}}, {'name': 'Inforom', 'overall': 'skip'}]}
     graded = measurements.run_measurements(dcgmi, run_of('dcgmi', 'dcgmi_diag', subject='gpus'))

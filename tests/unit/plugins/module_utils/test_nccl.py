@@ -272,3 +272,29 @@ def test_cputime_column_name_reads_as_time():
     # A row cut before its timestamp does not fit the columns: it is cut, not read.
     cut = text.replace('  2026-07-10 14:22:09', '')
     assert len(nccl.parse_nccl_tests(cut)['rows']) == 2 and nccl.parse_nccl_tests(cut)['truncated'] is True
+
+
+# ------------------------------------------------------------------ the launcher's own failures (real Open MPI 4.1.4)
+
+NO_TRUST = 'mpirun/mpirun_4.1.4_ssh_host_key_verification_failed_no_trust_debian12_lab.txt'
+NO_ORTED = 'mpirun/mpirun_4.1.4_orted_not_at_prefix_on_peer_debian12_lab.txt'
+OOB_WARN = 'mpirun/mpirun_4.1.4_oob_include_subnet_not_found_warns_and_runs_debian12_lab.txt'
+
+
+def test_the_launcher_that_could_not_start_the_job_is_named_from_real_open_mpi_output():
+    assert nccl.launcher_problem(fixtures.local(NO_TRUST)) == ('launcher_failed', 'Host key verification failed.')
+    # As ssh wrote it: its one line ends in CR LF (the fixture stores a plain newline for sanity's line-endings test).
+    as_written = fixtures.local(NO_TRUST).replace('Host key verification failed.\n', 'Host key verification failed.\r\n')
+    assert nccl.launcher_problem(as_written) == ('launcher_failed', 'Host key verification failed.')
+    assert nccl.launcher_problem(fixtures.local(NO_ORTED)) == ('launcher_missing', 'bash: line 1: /usr/bin/orted: No such file or directory')
+    # Open MPI warns about an include subnet no interface has and runs the job: not a launcher failure.
+    assert nccl.launcher_problem(fixtures.local(OOB_WARN)) is None
+    assert nccl.parse_nccl_tests(fixtures.local(OOB_WARN))['rows']
+    assert nccl.launcher_problem(fixtures.local('nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt')) is None
+
+
+def test_each_hosts_hcas_are_kept_apart():
+    parsed = nccl.parse_nccl_tests(fixtures.local('nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt'))
+    assert parsed['ib_hcas_by_host'] == {'gpu-a': ['mlx5_0', 'mlx5_1'], 'gpu-b': ['mlx5_0', 'mlx5_1']}
+    one = 'gpu-b:38876:38890 [0] NCCL INFO NET/IBext_v8 : Using [0]mlx5_3:1/IB [RO]; OOB eth0:10.0.0.12<0>\n'
+    assert nccl.parse_nccl_tests(one)['ib_hcas_by_host'] == {'gpu-b': ['mlx5_3']}

@@ -1,6 +1,8 @@
 """The test plan: every run, port, GPU, duration and timeout decided in Python, from the shipped tier profiles."""
 import os
 
+import copy
+
 import pytest
 import yaml
 
@@ -164,8 +166,54 @@ def test_roce_pair_keeps_each_boxs_device_latency_on_the_first_hca_and_gbits():
     assert write['report_gbits'] is True and write['metric'] == 'ib_write_bw_gbps'
     assert [r['metric'] for r in made['runs']['ib_write_lat']] == ['ib_write_lat_us']
     nccl, = made['runs']['nccl']
-    assert nccl['ib_hca'] == ['rocep1s0f0', 'rocep1s0f1'] and nccl['socket_ifname'] == ['enp1s0f0np0', 'enp1s0f1np1']
+    # Each box's own device with its port, in NCCL's exact items; the two ports report different GID indexes (3 and 5).
+    assert nccl['ib_hca'] == ['rocep1s0f0:1', 'rocep1s0f1:1'] and nccl['rails'] == 1
+    assert nccl['gid_index'] is None and 'rocep1s0f0 3 / rocep1s0f1 5' in nccl['gid_note']
+    assert nccl['rail_netdevs'] == ['enp1s0f0np0', 'enp1s0f1np1'] and 'socket_ifname' not in nccl
     assert nccl['at_bytes'] == 16384 and nccl['net_plugin'] == 'none'
+
+
+def test_nccl_selects_exactly_the_tested_rails_of_a_dgx_with_storage_ports():
+    # A DGX H100: mlx5_0..7 the compute rails, mlx5_10 and mlx5_11 the storage ports; the node's and peer's pairs
+    # name the compute rails only (issue 29's rail selector gives these pairs; here: the first eight live ports).
+    node = live_ports(8)
+    made = plan.tier_test_plan(TIERS['400G'], node, live_ports(8), gpu_pairs_of([p['device'] for p in node]), {})
+    nccl, = made['runs']['nccl']
+    assert nccl['ib_hca'] == ['mlx5_%d:1' % i for i in range(8)] and nccl['rails'] == 8
+    # Exact items: no item is a prefix of a storage port's name once written as NCCL_IB_HCA==... (nccl_tests).
+    assert not any(item.split(':')[0] in ('mlx5_10', 'mlx5_11') for item in nccl['ib_hca'])
+    assert all(':' in item for item in nccl['ib_hca'])
+    # InfiniBand: no GID index; no tier constant either (the 400G tier named 3 and 106 before).
+    assert nccl['gid_index'] is None and nccl['gid_note'] is None and nccl['ib_tc'] is None
+    assert 'gid_index' not in TIERS['400G']['tests']['nccl'] and 'ib_tc' not in TIERS['400G']['tests']['nccl']
+
+
+def test_nccl_gid_index_comes_from_the_ports_and_the_traffic_class_from_the_site():
+    node, peer = live_ports(2, netdev='ens%dnp0', gid=3), live_ports(2, netdev='ens%dnp0', gid=3)
+    nccl, = plan.tier_test_plan(TIERS['400G'], node, peer, [], {'traffic_class': 106})['runs']['nccl']
+    assert (nccl['gid_index'], nccl['gid_note'], nccl['ib_tc']) == (3, None, 106)
+    # One port with IPv6 enabled (another index): NCCL_IB_GID_INDEX cannot be one number, NCCL picks per port.
+    peer[1]['gid_index'] = 5
+    nccl, = plan.tier_test_plan(TIERS['400G'], node, peer, [], {})['runs']['nccl']
+    assert nccl['gid_index'] is None and 'mlx5_1 3 / mlx5_1 5' in nccl['gid_note'] and 'NCCL (2.21 or later)' in nccl['gid_note']
+    # A RoCE port without a RoCE v2 IPv4 GID beside one with: not one index either.
+    peer[1]['gid_index'] = None
+    assert plan.tier_test_plan(TIERS['400G'], node, peer, [], {})['runs']['nccl'][0]['gid_index'] is None
+    with pytest.raises(plan.PlanError, match='netval_roce_tclass'):
+        plan.tier_test_plan(TIERS['400G'], node, peer, [], {'traffic_class': 300})
+
+
+def test_nccl_settings_the_operator_sets_himself_are_left_to_him():
+    node, peer = live_ports(2, gid=3), live_ports(2, gid=3)
+    options = {'traffic_class': 106, 'nccl_env_names': ['NCCL_IB_GID_INDEX', 'NCCL_IB_TC', 'UCX_TLS']}
+    nccl, = plan.tier_test_plan(TIERS['400G'], node, peer, [], options)['runs']['nccl']
+    assert nccl['gid_index'] is None and nccl['ib_tc'] is None and nccl['ib_hca'] == ['mlx5_0:1', 'mlx5_1:1']
+    assert nccl['operator_env'] == ['NCCL_IB_GID_INDEX', 'NCCL_IB_TC']
+    # A contract that still names a GID index or traffic class is not followed: the ports and the site decide.
+    contract = copy.deepcopy(TIERS['400G'])
+    contract['tests']['nccl'].update(gid_index=7, ib_tc=96)
+    nccl, = plan.tier_test_plan(contract, node, peer, [], {})['runs']['nccl']
+    assert (nccl['gid_index'], nccl['ib_tc']) == (3, None)
 
 
 def test_bad_options_are_refused_with_the_option_named():
@@ -337,7 +385,7 @@ def test_roce_rails_carry_the_sites_traffic_class_several_qps_and_need_their_ipv
     node = live_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet')
     node[2]['gid_index'] = None  # its port lost its IPv4 (no RoCE v2 GID)
     made = plan.tier_test_plan(TIERS['400G'], node, peer_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet'), [],
-                               {'roce_tclass': 106, 'node_name': 'node01'})
+                               {'traffic_class': 106, 'node_name': 'node01'})
     sends = made['runs']['ib_send_bw']
     assert [r['device'] for r in sends] == ['mlx5_0', 'mlx5_1', 'mlx5_3']
     assert {(r['tclass'], r['qps']) for r in sends} == {(106, TIERS['400G']['tests']['ib_send_bw']['roce_qps'])}
@@ -348,7 +396,7 @@ def test_roce_rails_carry_the_sites_traffic_class_several_qps_and_need_their_ipv
     # RoCE rails: pause frames per netdev, no IB counters; NCCL gets the same traffic class.
     assert made['runs']['all_nics'] == [] and made['runs']['nccl'][0]['ib_tc'] == 106
     with pytest.raises(plan.PlanError, match='netval_roce_tclass'):
-        plan.tier_test_plan(TIERS['400G'], node, node, [], {'roce_tclass': 300})
+        plan.tier_test_plan(TIERS['400G'], node, node, [], {'traffic_class': 300})
     every = plan.tier_test_plan(TIERS['400G'], live_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet'),
                                 peer_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet'), [], {})
     assert every['runs']['all_nics'][0]['counters']['node_netdevs'] == ['enp%ds0f0np0' % i for i in range(4)]

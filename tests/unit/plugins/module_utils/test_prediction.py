@@ -4,7 +4,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import plan, prediction
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import node_run, plan, prediction
 from tests.unit import fixtures
 from tests.unit.plugins.module_utils.test_plan import TIERS, gpu_pairs_of, live_ports
 
@@ -81,13 +81,20 @@ def test_with_promotion_the_pool_grows_from_each_node_that_finishes_and_the_roun
     assert mixed['nodes']['node08']['peer'] == 'peer01'
 
 
+def record(healthy, plan_seconds=None, tests_skipped=None):
+    """A node's run record after its preflight, as validate.yml's first play leaves it (node_run)."""
+    return dict(node_run.new('node'), healthy_peers=healthy, plan_seconds=plan_seconds, tests_skipped=tests_skipped)
+
+
 def test_hostvars_become_a_prediction_and_bad_costs_an_error():
-    hosts = [{'inventory_hostname': 'node02', 'netval_plan_seconds': {'peer_s': 40, 'local_s': 5}, 'netval_healthy_peers': ['peer01']},
-             {'inventory_hostname': 'node01', 'netval_plan_seconds': {'peer_s': 40, 'local_s': 5}, 'netval_healthy_peers': ['peer01'],
+    hosts = [{'inventory_hostname': 'node02', 'netval_run': record(['peer01'], plan_seconds={'peer_s': 40, 'local_s': 5})},
+             {'inventory_hostname': 'node01', 'netval_run': record(['peer01'], plan_seconds={'peer_s': 40, 'local_s': 5}),
               'netval_peer': 'peer01'},
-             {'inventory_hostname': 'node03', 'netval_tests_skipped': 'GPU off the bus', 'netval_healthy_peers': ['peer01']}]
+             {'inventory_hostname': 'node03', 'netval_run': record(['peer01'], tests_skipped='GPU off the bus')},
+             # Its run broke before it had a record: it takes no peer either.
+             {'inventory_hostname': 'node04'}]
     run = prediction.run_prediction(hosts, COSTS)
-    assert [run['nodes'][n]['start_s'] for n in ('node01', 'node02', 'node03')] == [0.0, 40.0, None]
+    assert [run['nodes'][n]['start_s'] for n in ('node01', 'node02', 'node03', 'node04')] == [0.0, 40.0, None, None]
     assert 'lack' in prediction.run_prediction(hosts, {})['error']
 
 
@@ -134,8 +141,9 @@ def test_the_plan_names_its_calls_and_set_ups_and_hostvars_carry_them_with_the_f
     assert 0 < counted['peer_overhead_s'] < counted['peer_s']
     assert counted['peer_overhead_s'] == pytest.approx(
         (counted['calls'] - 1) * COSTS['call_s'] + (counted['sessions'] - 1) * COSTS['session_s'])
-    hosts = [{'inventory_hostname': 'node%02d' % i, 'netval_plan_seconds': {'peer_s': 40, 'local_s': 0, 'peer_overhead_s': 10},
-              'netval_healthy_peers': ['peer01', 'peer02']} for i in (1, 2, 3, 4)]
+    hosts = [{'inventory_hostname': 'node%02d' % i,
+              'netval_run': record(['peer01', 'peer02'], plan_seconds={'peer_s': 40, 'local_s': 0, 'peer_overhead_s': 10})}
+             for i in (1, 2, 3, 4)]
     costs = dict(COSTS, node_fixed_s=0.0, run_fixed_s=0.0, parallel_nodes=20)
     assert prediction.run_prediction(hosts, costs, forks='1')['nodes']['node01']['peer_s'] == 50.0
     assert prediction.run_prediction(hosts, costs, forks='many')['nodes']['node01']['peer_s'] == 40.0

@@ -99,13 +99,93 @@ def test_iperf_fine_but_rdma_slow_points_at_memlock_gid_pfc():
     assert any(c['cause'] == 'rdma_specific' and 'memlock' in c['detail'] for c in result['causes'])
 
 
-def test_nccl_socket_fallback_named():
-    measurements = [{'id': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'value': 2.1, 'unit': 'GB/s', 'kind': 'nccl'}]
-    result = verdict.node_verdict(measurements, [], P400, {'nccl_transport': 'Socket'})
+def nccl_run(busbw, hcas=8, rails=8, gdr=True):
+    """The nccl figures measurements.py makes of a two-node 400G run over ``rails`` tested HCAs."""
+    return [dict(bw('all_reduce', busbw, metric='nccl_busbw_gbs', kind='nccl'), rails=rails, gdr=gdr),
+            dict(bw('all_reduce', hcas, metric='nccl_hcas_used', kind='nccl'), rails=rails, unit='HCAs'),
+            dict(bw('all_reduce', 0, metric='nccl_wrong', kind='nccl'), unit='errors')]
+
+
+def every_hca_healthy():
+    return [bw('mlx5_%d' % i, 47.0) for i in range(8)] + [bw('mlx5_%d' % i, 46.0, metric='gdr_bw_gbs') for i in range(8)]
+
+
+def test_nccl_socket_fallback_is_a_reject_only_where_ib_is_proven():
+    socket = nccl_run(2.1, hcas=0)
+    result = verdict.node_verdict(every_hca_healthy() + socket, [], P400, {'nccl_transport': 'Socket'})
     assert result['bucket'] == 'C'
     fallback = [c for c in result['causes'] if c['cause'] == 'nccl_socket_fallback']
     assert fallback and 'NET/Socket' in fallback[0]['detail'] and 'NET/IB' in fallback[0]['detail']
+    assert 'every HCA of the node passed' in fallback[0]['detail']
     assert [c['cause'] for c in result['causes']] == ['nccl_socket_fallback']
+    # Without per-HCA figures that prove IB usable (none ran, or one failed), the fallback may be ours: unknown, B.
+    for rdma in ([], [bw('mlx5_%d' % i, 47.0) for i in range(7)] + [bw('mlx5_7', 41.0)]):
+        result = verdict.node_verdict(rdma + socket, [], P400, {'nccl_transport': 'Socket'})
+        transport = [t for t in result['tests'] if t['metric'] == verdict.NCCL_TRANSPORT][0]
+        assert (transport['status'], transport['error_class'], transport['error_side']) == ('unknown', 'nccl_socket_unproven', 'ours')
+        busbw = [t for t in result['tests'] if t['metric'] == 'nccl_busbw_gbs'][0]
+        assert busbw['status'] == 'unknown' and busbw['error_class'] == 'nccl_socket_unproven'
+        assert 'nccl_socket_fallback' not in [c['cause'] for c in result['causes']]
+        assert not [t for t in result['tests'] if t['metric'].startswith('nccl') and t['status'] == 'reject']
+    assert verdict.node_verdict(socket, [], P400, {'nccl_transport': 'Socket'})['bucket'] == 'B'
+
+
+def test_nccl_busbw_line_is_per_node_from_the_rails_it_must_use():
+    threshold = T400['nccl_busbw_gbs']
+    assert threshold['healthy'] == [45, 47] and threshold['per_rail'] == 0.85  # the runbook's per-NIC figure, as it is
+    node = verdict.node_threshold('nccl_busbw_gbs', threshold, 8)
+    assert node['healthy'] == [306.0, 319.6] and node['reject_below'] == 272.0 and node['derived']['rails'] == 8
+    assert 'per_rail' not in node and not verdict.threshold_errors({'nccl_busbw_gbs': node})  # the report checks it again
+    assert verdict.node_threshold('nccl_busbw_gbs', threshold, 4)['healthy'][0] == 153.0
+    assert verdict.node_threshold('nccl_busbw_gbs', threshold, None) is None
+    assert verdict.node_threshold('ib_send_bw_gbs', T400['ib_send_bw_gbs'], 8) is T400['ib_send_bw_gbs']
+    healthy = verdict.node_verdict(every_hca_healthy() + nccl_run(368.0), [], P400, {'nccl_transport': 'IB'})
+    assert healthy['bucket'] == 'A', healthy['causes']
+    graded = [t for t in healthy['tests'] if t['metric'] == 'nccl_busbw_gbs'][0]
+    assert graded['expected'] == ('healthy >= 306 GB/s (306-319.6), reject < 272 GB/s, bidirectional '
+                                  '(0.85 x 8 rails x the per-rail 45-47, reject 40)')
+    # An all_reduce riding one rail at the runbook's healthy per-NIC figure is not a healthy node figure.
+    one_rail = verdict.node_verdict(every_hca_healthy() + nccl_run(46.0, hcas=1), [], P400, {'nccl_transport': 'IB'})
+    statuses = dict((t['metric'], t['status']) for t in one_rail['tests'] if t['metric'].startswith('nccl'))
+    assert statuses['nccl_busbw_gbs'] == 'reject' and statuses['nccl_hcas_used'] == 'reject' and one_rail['bucket'] == 'C'
+    rails = [c for c in one_rail['causes'] if c['cause'] == 'nccl_rails']
+    assert rails and 'NCCL used 1 of the 8 HCAs' in rails[0]['detail'] and 'unexplained' not in [c['cause'] for c in one_rail['causes']]
+    # Without the rails the run tested, the node's line cannot be derived: unknown and ours, never graded on a guess.
+    blind = verdict.node_verdict(every_hca_healthy() + [dict(nccl_run(368.0)[0], rails=None)], [], P400, {'nccl_transport': 'IB'})
+    entry = [t for t in blind['tests'] if t['metric'] == 'nccl_busbw_gbs'][0]
+    assert (entry['status'], entry['error_side']) == ('unknown', 'ours') and blind['bucket'] == 'B'
+
+
+def test_per_rail_factor_must_be_a_fraction():
+    broken = dict(T400['nccl_busbw_gbs'], per_rail=8)
+    assert any('per_rail' in e for e in verdict.threshold_errors({'nccl_busbw_gbs': broken}))
+    assert not verdict.threshold_errors({'nccl_busbw_gbs': T400['nccl_busbw_gbs'], 'nccl_hcas_used': T400['nccl_hcas_used']})
+
+
+def test_nccl_short_while_every_hca_is_healthy_names_the_node_inside_not_unexplained():
+    result = verdict.node_verdict(every_hca_healthy() + nccl_run(250.0), [], P400, {'nccl_transport': 'IB'})
+    assert [c['cause'] for c in result['causes']] == ['nccl_topology'] and result['bucket'] == 'C'
+    detail = result['causes'][0]['detail']
+    for words in ('NVLink', 'NVSwitch', 'topo -m', 'NCCL_DEBUG_SUBSYS=GRAPH', 'all_reduce 250 GB/s'):
+        assert words in detail, (words, detail)
+    # One HCA slow on its own explains the shortfall instead (single_nic_slow), not the node's inside.
+    slow = [bw('mlx5_%d' % i, 47.0 if i else 38.0) for i in range(8)]
+    causes = [c['cause'] for c in verdict.node_verdict(slow + nccl_run(250.0), [], P400, {'nccl_transport': 'IB'})['causes']]
+    assert 'nccl_topology' not in causes and 'single_nic_slow' in causes and 'unexplained' not in causes
+
+
+def test_nccl_gdr_is_graded_at_200g_and_above():
+    assert [name for name, tier in TIERS.items() if tier['tests']['nccl'].get('require_gdr')] == ['200G', '400G', '800G']
+    without = verdict.node_verdict(every_hca_healthy() + nccl_run(368.0, gdr=False), [], P400, {'nccl_transport': 'IB'})
+    entry = [t for t in without['tests'] if t['metric'] == verdict.NCCL_GDR][0]
+    assert entry['status'] == 'marginal' and without['bucket'] == 'B'
+    assert [c['cause'] for c in without['causes']] == ['nccl_gdr'] and 'nvidia_peermem' in without['causes'][0]['detail']
+    unsaid = verdict.node_verdict(every_hca_healthy() + nccl_run(368.0, gdr=None), [], P400, {'nccl_transport': 'IB'})
+    entry = [t for t in unsaid['tests'] if t['metric'] == verdict.NCCL_GDR][0]
+    assert (entry['status'], entry['error_class'], entry['error_side']) == ('unknown', 'gdr_unknown', 'ours')
+    # The two-box pair (GB10) has no GDR to grade.
+    pair = verdict.node_verdict([figure('nccl_small_allreduce_us', 'all_reduce', 40.0)], [], PAIR, {'nccl_transport': 'IB'})
+    assert not [t for t in pair['tests'] if t['metric'] == verdict.NCCL_GDR]
 
 
 def test_firmware_throttle_on_roce_pair():
@@ -261,19 +341,23 @@ def test_nccl_transport_is_graded_where_the_tier_requires_ib():
     text = fixtures.local('nccl/all_reduce_perf_h100_ring_512M_8G_healthy_avg95_nccltests252.txt')
     parsed = nccl.parse_nccl_tests(text)
     assert parsed['transport'] is None  # this capture has no NCCL_DEBUG=INFO lines
-    figures = measurements.run_measurements(dict(parsed, stdout=text),
-                                            {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': 8589934592})
-    unknown = verdict.node_verdict(figures, [], TIERS['800G'], {'nccl_transport': parsed['transport']})
+    run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': 8589934592, 'rails': 4}
+    # Its four NICs (~24 GB/s each at 200G): the HCAs are the module's reading of its host's NET/IB line, GDR its log's.
+    figures = measurements.run_measurements(dict(parsed, stdout=text, local_ib_hcas=['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3'], gdr=True),
+                                            run)
+    hcas = [bw('mlx5_%d' % i, 24.0) for i in range(4)]
+    unknown = verdict.node_verdict(hcas + figures, [], TIERS['200G'], {'nccl_transport': parsed['transport']})
     entry = [t for t in unknown['tests'] if t['metric'] == verdict.NCCL_TRANSPORT][0]
     assert (entry['status'], entry['error_class'], entry['expected']) == ('unknown', 'transport_unknown', 'NET/IB')
     assert unknown['bucket'] == 'B' and 'NCCL_DEBUG=INFO' in unknown['causes'][0]['detail']
-    ib = verdict.node_verdict(figures, [], TIERS['800G'], {'nccl_transport': 'IB'})
-    assert ib['bucket'] == 'A' and [t['status'] for t in ib['tests'] if t['metric'] == verdict.NCCL_TRANSPORT] == ['healthy']
-    socket = verdict.node_verdict(figures, [], TIERS['800G'], {'nccl_transport': 'Socket'})
+    ib = verdict.node_verdict(hcas + figures, [], TIERS['200G'], {'nccl_transport': 'IB'})
+    assert ib['bucket'] == 'A', ib['causes']
+    assert [t['status'] for t in ib['tests'] if t['metric'] == verdict.NCCL_TRANSPORT] == ['healthy']
+    socket = verdict.node_verdict(hcas + figures, [], TIERS['200G'], {'nccl_transport': 'Socket'})
     assert socket['bucket'] == 'C' and [c['cause'] for c in socket['causes']] == ['nccl_socket_fallback']
-    tolerant = copy.deepcopy(TIERS['800G'])
-    tolerant['tests']['nccl']['require_transport'] = None
-    assert verdict.node_verdict(figures, [], tolerant, {'nccl_transport': 'Socket'})['bucket'] == 'A'
+    tolerant = copy.deepcopy(TIERS['200G'])
+    tolerant['tests']['nccl'].update(require_transport=None, require_gdr=False)
+    assert verdict.node_verdict(hcas + figures, [], tolerant, {'nccl_transport': 'Socket'})['bucket'] == 'A'
     # No NCCL at this tier: nothing to grade.
     assert TIERS['100G']['tests']['nccl']['enabled'] is False
     assert not [t for t in verdict.node_verdict(figures, [], TIERS['100G'], {'nccl_transport': 'Socket'})['tests']
@@ -463,3 +547,21 @@ def test_a_crash_is_named_by_its_exception_and_a_long_message_is_cut():
                                                'RuntimeError: netval-lab: module-crash fault')
     long = verdict.incomplete_verdict('node04', 'x', 'y' * 5000)['run_incomplete']['why']
     assert len(long) == verdict.WHY_MAX_CHARS and long.endswith('...')
+
+
+def test_a_launcher_that_failed_before_nccl_ran_is_ours_never_the_nodes():
+    launched = [{'changed': False, 'error_class': None, 'prefix': '/usr', 'daemon': 'orted'},
+                {'failed': False, 'msg': 'peer01: the NCCL launcher cannot run: /usr/bin/orted is not on peer01',
+                 'error_class': 'launcher_missing', 'error_side': 'ours', 'error_hint': 'install Open MPI'},
+                {'skipped': True}, {'skipped': True}, {'skipped': True}, {'skipped': True}]
+    outcome = measurements.nccl_outcome(launched)
+    assert outcome is launched[1]
+    figures = measurements.run_measurements(outcome, {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'rails': 8})
+    assert [(f['metric'], f['error_class'], f['error_side']) for f in figures] == [
+        ('nccl_busbw_gbs', 'launcher_missing', 'ours'), ('nccl_hcas_used', 'launcher_missing', 'ours')]
+    result = verdict.node_verdict(every_hca_healthy() + figures, [], P400, {'nccl_transport': None})
+    assert result['bucket'] == 'B' and [c['cause'] for c in result['causes']] == ['measurement_incomplete']
+    assert 'orted is not on peer01' in result['causes'][0]['detail'] and 'netval_mpirun' in result['causes'][0]['detail']
+    # Every step succeeded: the figures are nccl-tests' own.
+    assert measurements.nccl_outcome([{'error_class': None}, {'skipped': True}, {'rows': [], 'error_class': None, 'x': 1}]) == {
+        'rows': [], 'error_class': None, 'x': 1}

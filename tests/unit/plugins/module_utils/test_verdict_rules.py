@@ -13,7 +13,7 @@ import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi, kernel_log, mlx, nccl, nvidia
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import rdma as rdma_parser
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, measurements, preflight, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, fleet, measurements, preflight, verdict
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -67,11 +67,18 @@ def kernel_findings(name):
     return measurements.link_flap_findings({'kernel_log': kernel_log.parse_kernel_log(fixtures.local(name))})
 
 
-def nccl_figures(name, at_bytes=8589934592):
+def nccl_figures(name, at_bytes=8589934592, rails=2, **result):
+    """The NCCL figures of a real-shaped log, as the nccl_tests module returns it on its host gpu-a (its local_ib_hcas)."""
     text = fixtures.local(name)
     parsed = nccl.parse_nccl_tests(text)
-    run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': at_bytes}
-    return measurements.run_measurements(dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf'), run), parsed['transport']
+    run = {'test': 'nccl', 'metric': 'nccl_busbw_gbs', 'subject': 'all_reduce', 'at_bytes': at_bytes, 'rails': rails}
+    module_result = dict(parsed, stdout=text, cmd='mpirun ... all_reduce_perf', local_host='gpu-a',
+                         local_ib_hcas=nccl.local_hcas(parsed, 'gpu-a'))
+    module_result.update(result)
+    return measurements.run_measurements(module_result, run), parsed['transport']
+
+
+IB_LOG = 'nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt'
 
 
 def dcgmi_figures(name, shared=False):
@@ -132,6 +139,23 @@ def run(measured=(), found=(), profile=P400, context=None):
 
 def named(result, cause):
     return [c for c in result['causes'] if c['cause'] == cause]
+
+
+# A contract whose per-HCA line (40 GB/s) leaves room for a node 9 % below its siblings' 47 GB/s.
+LENIENT = copy.deepcopy(P400)
+LENIENT['thresholds']['ib_send_bw_gbs'].update(healthy=[40, None], reject_below=38)
+
+
+def sibling_run(slow):
+    """node09's verdict after the run's comparison with eight siblings at 47 GB/s on every HCA; its own HCAs at ``slow``."""
+    nodes = dict(('node%02d' % i, dict(run(rdma([47.0] * 8), profile=LENIENT), tier='400G', sku='H100 / MT4129')) for i in range(1, 9))
+    nodes['node09'] = dict(run(rdma(slow), profile=LENIENT), tier='400G', sku='H100 / MT4129')
+    analysis = fleet.analyse(nodes, {'400G': dict(FLEET_RULES)})
+    return verdict.with_fleet_outliers(nodes['node09'], analysis['marks'].get('node09'))
+
+
+with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'defaults', 'main.yml'), encoding='utf-8') as handle:
+    FLEET_RULES = yaml.safe_load(handle)['tier_profile_fleet_rules']
 
 
 # Each case: cause -> (positive run, subjects it must name, words its detail must hold, negative run).
@@ -201,11 +225,25 @@ CASES = {
         ['rocep1s0f0'], ['rocep1s0f0 runs at 14.2 Gb/s', 'power-drain'],
         lambda: run([figure('ib_write_bw_gbps', 'rocep1s0f0', 25.0)], profile=PAIR)),
     'nccl_socket_fallback': (
-        lambda: run(nccl_figures('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')[0],
+        lambda: run(rdma([47.0] * 2) + nccl_figures('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')[0],
                     context={'nccl_transport': 'Socket'}),
-        ['all_reduce'], ['NET/Socket', 'not NET/IB', 'NCCL_IB_HCA'],
-        lambda: run(nccl_figures('nccl/all_reduce_perf_2node_h100_roce_net_ib_gdrdma_info_synthetic.txt')[0],
-                    context={'nccl_transport': 'IB'})),
+        ['all_reduce'], ['NET/Socket', 'not NET/IB', 'every HCA of the node passed', 'GID table'],
+        # The nearest: the same fallback where the node's HCAs did not prove IB usable (one failed its own test) is ours.
+        lambda: run(rdma([47.0, 30.0]) + nccl_figures('nccl/all_reduce_perf_2node_net_socket_fallback_info_synthetic.txt')[0],
+                    context={'nccl_transport': 'Socket'})),
+    'nccl_rails': (
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG, local_ib_hcas=['mlx5_0'])[0], context={'nccl_transport': 'IB'}),
+        ['all_reduce'], ['NCCL used 1 of the 2 HCAs', 'NCCL WARN', 'NCCL_DEBUG_SUBSYS=INIT,NET'],
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG)[0], context={'nccl_transport': 'IB'})),
+    'nccl_topology': (
+        # Two 400G rails at 46 GB/s of busbw: under 0.85 x 2 x 45 while both HCAs are healthy on their own.
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG)[0], context={'nccl_transport': 'IB'}),
+        ['all_reduce'], ['inside the node', 'NVLink', 'nvidia-smi topo -m', 'NCCL_DEBUG_SUBSYS=GRAPH', '(0.85 x 2 rails'],
+        lambda: run(rdma([47.0, 38.0]) + nccl_figures(IB_LOG)[0], context={'nccl_transport': 'IB'})),
+    'nccl_gdr': (
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG, rails=1, gdr=False)[0], context={'nccl_transport': 'IB'}),
+        ['all_reduce'], ['without GPUDirect RDMA', 'nvidia_peermem', 'ACS'],
+        lambda: run(rdma([47.0] * 2) + nccl_figures(IB_LOG, rails=1)[0], context={'nccl_transport': 'IB'})),
     'nccl_wrong_results': (
         lambda: run([figure('nccl_busbw_gbs', 'all_reduce', 46.0), figure('nccl_wrong', 'all_reduce', 3)], context={'nccl_transport': 'IB'}),
         ['all_reduce'], ['3 wrong results', 'dcgmi diag -r 3'],
@@ -244,6 +282,12 @@ CASES = {
         ['mlx5_0'], ['because of something on the node', 'ibv_reg_mr failed', 'cuda_unavailable'],
         lambda: run(rdma([47.0] * 2) + [figure('gdr_bw_gbs', 'mlx5_0', None, error_class='cuda_unavailable', error_side='ours',
                                                error='ibv_reg_mr failed: Bad address (CUDA/GPUDirect unavailable)')])),
+    'fleet_outlier': (
+        lambda: sibling_run([42.8] * 8),
+        HCAS, ['at 42.8 GB/s, 8.9 % worse than the median 47 GB/s of 72 figures', 'The siblings: 9 nodes of tier 400G',
+               'still meets the contract', 'nothing here is held against the provider'],
+        # The nearest pattern: 4 % below its siblings is within the fleet's spread (min_shortfall_pct 5).
+        lambda: sibling_run([45.1] * 8)),
     'measurement_incomplete': (
         lambda: run(rdma([47.0] * 7), context={'expected': [{'id': 'ib_send_bw_gbs:%s' % h, 'metric': 'ib_send_bw_gbs', 'subject': h,
                                                              'test': 'ib_send_bw', 'reason': None} for h in HCAS]}),

@@ -1,5 +1,6 @@
 """nccl_tests builds one mpirun command, writes and removes its hostfile, and grades nothing itself."""
 import os
+import sys
 
 import pytest
 
@@ -15,7 +16,7 @@ ARGS = {
     'binary': '/opt/nccl-tests/build/all_reduce_perf',
     'hosts': [{'name': 'gpu-a', 'slots': 8}, {'name': '10.0.0.12', 'slots': 8}],
     'min_bytes': '1G', 'max_bytes': '8G', 'step_factor': 2, 'iters': 20,
-    'ib_hca': ['mlx5_0', 'mlx5_1'], 'gid_index': 3, 'fabric_subnet': '10.0.0.0/24', 'allow_run_as_root': True,
+    'ib_hca': ['mlx5_0:1', 'mlx5_1:1'], 'gid_index': 3, 'fabric_subnet': '10.0.0.0/24', 'allow_run_as_root': True,
 }
 
 
@@ -33,7 +34,7 @@ def tmpdir_path(tmp_path, monkeypatch):
 def argv(hostfile, timeout=1800):
     return ['/usr/bin/timeout', '--kill-after=5', str(timeout), '/usr/bin/mpirun', '-np', '16', '--hostfile', hostfile,
             '--allow-run-as-root', '--mca', 'oob_tcp_if_include', '10.0.0.0/24', '--mca', 'btl_tcp_if_include', '10.0.0.0/24',
-            '-x', 'NCCL_DEBUG=INFO', '-x', 'NCCL_IB_GID_INDEX=3', '-x', 'NCCL_IB_HCA=mlx5_0,mlx5_1',
+            '-x', 'NCCL_DEBUG=INFO', '-x', 'NCCL_IB_GID_INDEX=3', '-x', 'NCCL_IB_HCA==mlx5_0:1,mlx5_1:1',
             '/opt/nccl-tests/build/all_reduce_perf', '-b', '1G', '-e', '8G', '-f', '2', '-n', '20']
 
 
@@ -129,7 +130,7 @@ def test_nccl_env_and_options_become_x_flags(tmpdir_path):
             'warmup_iters': 1, 'check': 1, 'np': 1, 'mpirun_args': ['--bind-to', 'none'], 'timeout': 30}
     expected = ['/usr/bin/timeout', '--kill-after=5', '30', '/usr/bin/mpirun', '-np', '1', '--hostfile', hostfile,
                 '--bind-to', 'none', '-x', 'NCCL_DEBUG=WARN', '-x', 'NCCL_IB_MERGE_NICS=0', '-x', 'NCCL_IB_TC=106',
-                '-x', 'NCCL_NET_PLUGIN=none', '-x', 'NCCL_SOCKET_IFNAME=eth0', '-x', 'UCX_TLS=tcp',
+                '-x', 'NCCL_NET_PLUGIN=none', '-x', 'NCCL_SOCKET_IFNAME==eth0', '-x', 'UCX_TLS=tcp',
                 'all_reduce_perf', '-g', '8', '-w', '1', '-c', '1']
     result, failed = run_module(nccl_tests.main, args, calls=[Call(expected, out=IB_LOG)])
     assert not failed, result
@@ -148,6 +149,10 @@ def test_nccl_env_and_options_become_x_flags(tmpdir_path):
     ({'fabric_subnet': '10.0.0.0/30,eth0'}, 'fabric_subnet'),
     ({'gid_index': 300}, 'gid_index'),
     ({'ib_hca': ['mlx5_0;reboot']}, 'ib_hca'),
+    ({'ib_hca': ['mlx5_0:x']}, 'ib_hca'),
+    ({'ib_hca': ['^mlx5_2']}, 'nccl_env'),
+    ({'ib_hca': []}, 'ib_hca'),
+    ({'socket_ifname': ['=eth0']}, 'nccl_env'),
     ({'min_bytes': '1 G'}, 'min_bytes'),
     ({'mpirun': 'mpirun; id'}, 'mpirun'),
     ({'binary': '-all_reduce_perf'}, 'binary'),
@@ -160,3 +165,59 @@ def test_bad_input_fails_clearly(tmpdir_path, override, needle):
     result, failed = run_module(nccl_tests.main, dict(ARGS, **override))
     assert failed and needle in result['msg'] and hostname() in result['msg']
     assert result['_ran'] == [] and (result['error_class'], result['error_side']) == ('invalid_options', 'ours')
+
+
+def nccl_selects():
+    """NCCL's own list rules, as the lab emulates them (lab/netval_lab/tools_nccl.py): prefix unless '=', '^' excludes."""
+    lab = os.path.join(fixtures.ROOT, 'lab')
+    sys.path.insert(0, lab)
+    try:
+        from netval_lab import tools_nccl  # pylint: disable=import-outside-toplevel
+    finally:
+        sys.path.remove(lab)
+    return tools_nccl.nccl_list_selects
+
+
+DGX = ['mlx5_%d' % i for i in range(12)]  # a DGX H100: mlx5_0..7 compute, mlx5_8..11 storage and in-band
+
+
+def test_ib_hca_is_written_exactly_so_mlx5_1_never_selects_mlx5_10_or_mlx5_11(tmpdir_path):
+    selects = nccl_selects()
+    tested = ['mlx5_%d:1' % i for i in range(8)]
+    result, failed = run_module(nccl_tests.main, dict(ARGS, ib_hca=tested, hosts=['gpu-a', 'gpu-b']), check_mode=True)
+    assert not failed
+    value = [part for part in result['cmd'].split() if part.startswith('NCCL_IB_HCA=')][0].split('=', 1)[1]
+    assert value == '=' + ','.join(tested)
+    assert [dev for dev in DGX if selects(value, dev, 1)] == DGX[:8]
+    # What the tier wrote before: NCCL reads each bare name as a prefix, and mlx5_1 took the storage ports along.
+    assert [dev for dev in DGX if selects(','.join(DGX[:8]), dev, 1)] == DGX[:8] + ['mlx5_10', 'mlx5_11']
+    # A rail's port is part of the match: the other port of a dual-port storage NIC stays out.
+    assert not selects(value, 'mlx5_0', 2)
+
+
+def test_the_hcas_nccl_used_on_this_host_are_returned(tmpdir_path, monkeypatch):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    monkeypatch.setattr(nccl_tests, 'hostname', lambda: 'gpu-b.cluster.example')
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=IB_LOG.replace(
+        'gpu-b:38876:38890 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE',
+        'gpu-b:38876:38890 [0] NCCL INFO NET/IB : Using [0]mlx5_1:1/RoCE'))])
+    assert not failed
+    assert result['local_host'] == 'gpu-b' and result['local_ib_hcas'] == ['mlx5_1']
+    assert result['ib_hcas_by_host'] == {'gpu-a': ['mlx5_0', 'mlx5_1'], 'gpu-b': ['mlx5_1']}
+    # A host name NCCL does not print (NCCL_HOSTID, a renamed box): the host of rank 0, mpirun's first host, this one.
+    monkeypatch.setattr(nccl_tests, 'hostname', lambda: 'node17')
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), out=IB_LOG)])
+    assert not failed and result['local_ib_hcas'] == ['mlx5_0', 'mlx5_1']
+
+
+@pytest.mark.parametrize('name, error_class', [
+    ('mpirun/mpirun_4.1.4_ssh_host_key_verification_failed_no_trust_debian12_lab.txt', 'launcher_failed'),
+    ('mpirun/mpirun_4.1.4_orted_not_at_prefix_on_peer_debian12_lab.txt', 'launcher_missing'),
+])
+def test_a_job_the_launcher_could_not_start_is_ours(tmpdir_path, name, error_class):
+    hostfile = os.path.join(tmpdir_path, 'hostfile')
+    out = fixtures.local(name)
+    rc = int(out.strip().splitlines()[-1].split('=')[1])
+    result, failed = run_module(nccl_tests.main, ARGS, calls=[Call(argv(hostfile), rc=rc, err=out)])
+    assert failed and (result['error_class'], result['error_side']) == (error_class, 'ours')
+    assert 'could not start the job on every host' in result['msg'] and hostname() in result['msg']

@@ -115,7 +115,7 @@ sys.modules['matplotlib'] = None
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report_task
 from tests.unit.plugins.module_utils import report_samples
 params = dict(root=sys.argv[1], timestamp='20261201T100000Z', nodes=report_samples.mixed_run(), sender={}, prediction={},
-              hosts=[], textfile_dir=None)
+              hosts=[], textfile_dir=None, evidence_dir=None, fleet_rules={}, link_baselines=False)
 print(json.dumps(report_task.write(params, False)))
 """
 
@@ -130,7 +130,7 @@ def test_without_matplotlib_every_output_but_the_page_is_the_same_byte_for_byte(
     assert child.returncode == 0, child.stderr[-3000:]
     without = json.loads(child.stdout.splitlines()[-1])
     params = dict(root=str(tmp_path / 'with'), timestamp='20261201T100000Z', nodes=report_samples.mixed_run(), sender={}, prediction={},
-                  hosts=[], textfile_dir=None)
+                  hosts=[], textfile_dir=None, evidence_dir=None, fleet_rules={}, link_baselines=False)
     with_it = report_task.write(params, False)
     assert without['changed'] and with_it['changed'] and without['summary_table'] == with_it['summary_table']
     run = '20261201T100000Z'
@@ -207,3 +207,55 @@ def test_every_host_of_the_run_is_in_every_report_even_one_whose_result_never_ar
     prom = (textfiles / 'netval_validate.prom').read_text()
     assert prom == (run_dir / 'netval.prom').read_text() and 'netval_validation_run_incomplete{node="node03"} 1' in prom
     assert result['textfile'] == str(textfiles / 'netval_validate.prom')
+
+
+def test_the_run_compares_every_node_with_its_siblings_and_links_only_the_accepted_nodes_baselines(tmp_path):
+    import yaml
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'tier_profile', 'defaults', 'main.yml'),
+              encoding='utf-8') as handle:
+        rules = yaml.safe_load(handle)['tier_profile_fleet_rules']
+    stamp = '20261201T100000Z'
+    run = dict(('node%02d' % i, dict(report_samples.healthy_node('node%02d' % i), sku='H100 / MT4129')) for i in range(1, 8))
+    # Synthetic edit: node07's per-HCA figures 6.4 % below its six siblings' 47 GB/s, above a contract line at 40.
+    for test in run['node07']['tests']:
+        if test['metric'] == 'ib_send_bw_gbs':
+            test['value'] = 44.0
+    evidence = tmp_path / 'evidence'
+    for name in run:
+        folder = evidence / name / stamp
+        folder.mkdir(parents=True)
+        (folder / 'baseline.json').write_text('{}')
+    root = tmp_path / 'reports'
+    result, failed = run_module(validation_report.main, {'root': str(root), 'timestamp': stamp, 'nodes': run, 'hosts': sorted(run),
+                                                         'evidence_dir': str(evidence), 'fleet_rules': {'400G': rules},
+                                                         'link_baselines': True})
+    assert not failed, result
+    assert result['verdicts']['node07']['bucket'] == 'B' and result['verdicts']['node07']['causes'][0]['cause'] == 'fleet_outlier'
+    assert all(result['verdicts'][name]['bucket'] == 'A' for name in run if name != 'node07')
+    summary = json.loads((root / 'latest' / 'summary.json').read_text())
+    assert summary['nodes']['node07']['bucket'] == 'B' and summary['nodes']['node07']['causes'][0].startswith('Far below its siblings')
+    batch = [b for b in summary['fleet']['batches'] if b['metric'] == 'ib_send_bw_gbs'][0]
+    assert batch['judged'] and batch['nodes'] == 7 and [o['node'] for o in batch['outliers']] == ['node07'] * 8
+    text = (root / 'latest' / 'summary.txt').read_text()
+    assert re.search(r'node07 +peer01 +400G +B .* fleet_outlier', text), text
+    node07 = json.loads((root / 'latest' / 'nodes' / 'node07.json').read_text())
+    assert [t['status'] for t in node07['tests'] if t['metric'] == 'ib_send_bw_gbs'] == ['marginal'] * 8
+    assert not (root / stamp / 'letters' / 'node07.txt').exists()
+    # Only the accepted nodes' baselines are linked: an outlier's bundle never becomes its baseline.
+    assert sorted(result['baselines']) == ['node%02d' % i for i in range(1, 7)] and result['baseline_problems'] == []
+    assert os.readlink(str(evidence / 'node01' / 'baseline')) == stamp
+    assert not os.path.lexists(str(evidence / 'node07' / 'baseline'))
+
+
+def test_a_comparison_that_cannot_be_made_is_a_note_never_a_failure(tmp_path):
+    run = dict(('node%02d' % i, dict(report_samples.healthy_node('node%02d' % i), sku='H100 / MT4129')) for i in range(1, 3))
+    result, failed = run_module(validation_report.main, {'root': str(tmp_path / 'r'), 'timestamp': '20261201T100000Z', 'nodes': run,
+                                                         'fleet_rules': {'400G': {'max_mads': 0}}})
+    assert failed and 'fleet_rules.400G: fleet_rules.max_mads must be' in result['msg']
+    result, failed = run_module(validation_report.main, {'root': str(tmp_path / 'r'), 'timestamp': '20261201T100000Z', 'nodes': run,
+                                                         'link_baselines': True})
+    assert failed and 'link_baselines needs evidence_dir' in result['msg']
+    with mock.patch('ansible_collections.gpufleet.netval.plugins.module_utils.policy.fleet.analyse', side_effect=KeyError('boom')):
+        result, failed = run_module(validation_report.main, {'root': str(tmp_path / 'r'), 'timestamp': '20261201T100000Z', 'nodes': run})
+    assert not failed and 'fleet: the nodes were not compared with each other: KeyError' in result['summary_table']
+    assert all(v['bucket'] == 'A' for v in result['verdicts'].values())
