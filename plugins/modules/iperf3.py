@@ -51,8 +51,8 @@ options:
   affinity:
     description:
       - The CPU core to pin the iperf3 process to (C(-A)), for example one on the NIC's NUMA node.
-      - A core this host does not let the module's processes run on (outside its CPU affinity mask, or past its last CPU:
-        iperf3 would fail with C(unable to set CPU affinity)) is not used; the process runs unpinned, says so in
+      - A core this host does not let the module's processes run on (outside its CPU affinity mask, or past its last CPU,
+        where iperf3 would fail with C(unable to set CPU affinity)) is not used; the process runs unpinned, says so in
         RV(affinity_note) and warns.
     type: int
   sessions:
