@@ -94,6 +94,9 @@ def _options(options):
     if merged['phase'] not in PHASES:
         raise PlanError('plan option phase must be one of %s, got %r' % (', '.join(PHASES), merged['phase']))
     tclass = merged['traffic_class']
+    # An extra var (-e netval_roce_tclass=106) arrives as text.
+    if isinstance(tclass, str) and tclass.strip().isdigit():
+        tclass = merged['traffic_class'] = int(tclass)
     if tclass is not None and (isinstance(tclass, bool) or not isinstance(tclass, int) or not 0 <= tclass <= 255):
         raise PlanError('plan option traffic_class (netval_roce_tclass) must be a whole number from 0 to 255, got %r' % (tclass,))
     problems = rails.rails_map_errors(merged['rails_map'])

@@ -397,6 +397,11 @@ def test_roce_rails_carry_the_sites_traffic_class_several_qps_and_need_their_ipv
     assert made['runs']['all_nics'] == [] and made['runs']['nccl'][0]['ib_tc'] == 106
     with pytest.raises(plan.PlanError, match='netval_roce_tclass'):
         plan.tier_test_plan(TIERS['400G'], node, node, [], {'traffic_class': 300})
+    # An extra var (-e netval_roce_tclass=106) is text: a whole number in it is taken, anything else refused.
+    assert plan.tier_test_plan(TIERS['400G'], node, peer_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet'), [],
+                               {'traffic_class': '106'})['runs']['nccl'][0]['ib_tc'] == 106
+    with pytest.raises(plan.PlanError, match='netval_roce_tclass'):
+        plan.tier_test_plan(TIERS['400G'], node, node, [], {'traffic_class': 'af41'})
     every = plan.tier_test_plan(TIERS['400G'], live_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet'),
                                 peer_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet'), [], {})
     assert every['runs']['all_nics'][0]['counters']['node_netdevs'] == ['enp%ds0f0np0' % i for i in range(4)]
