@@ -19,9 +19,9 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 # Debian packages the collection, the lab and the tests use (chromium: the report page is loaded headless in tests/quality;
 # shellcheck: ansible-test sanity's shellcheck test, skipped without it; openmpi-bin: the lab launches NCCL with the real
-# mpirun and orted over SSH).
+# mpirun and orted over SSH; redis-server: the shared peer-lease backend in the tests).
 APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-ping iproute2 rsync git procps kmod coreutils chromium \
-                shellcheck openmpi-bin util-linux
+                shellcheck openmpi-bin util-linux redis-server
 
 PROFILE ?= healthy-400g
 # real (rails on switches, storage and front-end NICs, IPoIB MTUs, a shaped management network) or ideal (the first boxes).
@@ -44,6 +44,7 @@ help:
 	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1 SITE=real|ideal] | lab-status | lab-down"
 	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>] [SIDE=node|peer (mtu-mismatch)]"
 	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [DCGMI_SECONDS=20] [LOCAL_WHILE_WAITING=0] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
+	@echo "make bench SIMULATE=1 NODES=1024 PEERS=2 FORKS=64 [PROMOTE=1] [SCALE=0.01] - the same on simulated hosts, no lab"
 	@echo "make bench-matrix [PROMOTE=1] [BENCH_JSON=out.json] - N 1,4,16 x P 1,2,4, the serial loop, the projection"
 
 deps: apt venv collection
@@ -145,7 +146,8 @@ lab-fault: deps
 # ratio_to_ideal=<x> overhead_per_node_s=<y> controller_peak_mib=<z> peer_overlap_s=<w>.  On the lab, not in CI.
 bench: deps
 	$(PY) scripts/bench.py --nodes $(NODES) --peers $(PEERS) $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON)) \
-		$(if $(DCGMI_SECONDS),--dcgmi-seconds $(DCGMI_SECONDS)) $(if $(filter 0,$(LOCAL_WHILE_WAITING)),--no-local-while-waiting)
+		$(if $(DCGMI_SECONDS),--dcgmi-seconds $(DCGMI_SECONDS)) $(if $(filter 0,$(LOCAL_WHILE_WAITING)),--no-local-while-waiting) \
+		$(if $(SIMULATE),--simulate) $(if $(FORKS),--forks $(FORKS)) $(if $(SCALE),--scale $(SCALE))
 
 bench-matrix: deps
 	$(PY) scripts/bench.py --matrix --project $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON))

@@ -36,6 +36,7 @@ projection to 256 and 1,024 nodes with and without promotion.  Every run keeps i
 sessions, lab layout, logs, reports, evidence) and prints where; --analyse recomputes a kept folder's figures.
 """
 import argparse
+import configparser
 import fcntl
 import json
 import os
@@ -67,19 +68,22 @@ _importable()
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline  # noqa: E402  pylint: disable=wrong-import-position
+sys.path.insert(0, ROOT)
+from lab.netval_lab import inventory as lab_inventory, sim  # noqa: E402  pylint: disable=wrong-import-position
 
 PROFILE = 'healthy-400g'
 MATRIX_NODES = (1, 4, 16)
 MATRIX_PEERS = (1, 2, 4)
 PROJECT_NODES = (256, 1024)
 LEDGER_POLL_S = 2.0
-# The peer lease's two tasks in playbooks/tasks/leased_tier_tests.yml, by name (tests/unit/test_bench_script.py checks them).
-TAKE_TASK = 'Wait for a free known-good peer and lease it (unless the node took one at once)'
+# The peer lease's tasks by name (tests/unit/test_bench_script.py checks them): a try in playbooks/tasks/take_peer.yml (a
+# node tries until it takes one: the last try before a give-back is the take), the give-back in tasks/leased_tier_tests.yml.
+TAKE_TASK = 'Wait for a free known-good peer and lease it'
 # validate.yml's look for a free peer (wait 0); when it finds none the node's local tests run and TAKE_TASK takes
 # one later, which pairs with the give-back instead (the later take wins), so a miss is never counted as a hold.
 TAKE_AT_ONCE_TASK = 'Take a peer at once if one is free (when none is, the node\'s peer-independent tests fill the wait)'
 GIVE_TASK = 'Give the peer back'
-FIGURES = ('ratio_to_ideal', 'overhead_per_node_s', 'controller_peak_mib', 'peer_overlap_s')
+FIGURES = ('ratio_to_ideal', 'overhead_per_node_s', 'controller_peak_mib', 'peer_overlap_s', 'ratio_to_bound', 'forks')
 # The emulated perftest client's ledger label: '<tool> client to <address>:<port>' (lab/netval_lab/tools_perftest.py).
 _CLIENT_LABEL = re.compile(r' client to (?P<address>[0-9.]+):[0-9]+$')
 PROMOTE_NOTE = ('note: --promote passed -e netval_promote_accepted=true, but nothing in this run shows an accepted node '
@@ -153,11 +157,14 @@ def ratio(numerator, denominator):
 
 
 def last_line(figures):
-    """The benchmark's last line: the four figures with two decimals (nan for one that could not be computed)."""
+    """The benchmark's last line: the figures with two decimals (nan for one that could not be computed), forks whole."""
     parts = []
     for name in FIGURES:
         value = figures.get(name)
-        parts.append('%s=%.2f' % (name, float('nan') if value is None else float(value)))
+        if name == 'forks':
+            parts.append('forks=%s' % ('nan' if value is None else int(value)))
+        else:
+            parts.append('%s=%.2f' % (name, float('nan') if value is None else float(value)))
     return ' '.join(parts)
 
 
@@ -270,12 +277,46 @@ def local_test_seconds(doc, hosts=None):
     return found
 
 
-def bound_s(nodes_count, peers_count, peer_test, local_test):
-    """The wall time no schedule beats: max(ceil(N / P) x peer_test_s, local_test_s + peer_test_s) (issue 15's bound):
-    the peers' queue, or one node's own tests end to end."""
+def bound_s(nodes_count, peers_count, peer_test, local_test, promote=False):
+    """The wall time no schedule beats: max(rounds x peer_test_s, local_test_s + peer_test_s) (issue 15's bound): the
+    peers' queue, or one node's own tests end to end.  rounds is ceil(N / P), or with promotion ceil(log2(N / P)) + 1
+    (the pool doubling each round, every accepted node serving at once)."""
     if peer_test is None or local_test is None:
         return None
-    return max(queue_rounds(nodes_count, peers_count) * peer_test, local_test + peer_test)
+    rounds = promotion_rounds(nodes_count, peers_count) if promote else queue_rounds(nodes_count, peers_count)
+    return max(rounds * peer_test, local_test + peer_test)
+
+
+def time_spent(doc, hosts=None):
+    """Where a run's wall time goes, from its timeline: each play's span (its first task start to its last task end, in
+    the order the plays ran), the median peer hold's seconds beyond the test tasks inside it (the calls, set_facts and
+    includes of a pass), the seconds with no lease held by any node between the first take and the last give-back (the
+    peers idle: handovers and starts), and after the last give-back.  {plays: [(name, seconds)], hold_extra_s,
+    peers_idle_s, after_last_hold_s}."""
+    records = task_timeline.check_timeline(doc)['records']
+    plays, order = {}, []
+    for record in records:
+        play = record.get('play')
+        if play not in plays:
+            order.append(play)
+            plays[play] = [record['start'], record['end']]
+        plays[play] = [min(plays[play][0], record['start']), max(plays[play][1], record['end'])]
+    spans = lease_hold_spans(doc, hosts)
+    extras = []
+    for host, found in spans.items():
+        own = [record for record in records if record['host'] == host and task_timeline.is_test_task(record)]
+        for begin, end in found:
+            tested = sum(max(0.0, min(end, r['end']) - max(begin, r['start'])) for r in own if r['end'] > begin and r['start'] < end)
+            extras.append(max(0.0, (end - begin) - tested))
+    holds = sorted(span for found in spans.values() for span in found)
+    idle = after = None
+    if holds:
+        held = task_timeline._union_length(holds)  # pylint: disable=protected-access
+        first, last = holds[0][0], max(end for _start, end in holds)
+        idle = max(0.0, (last - first) - held)
+        after = max(0.0, float(doc['playbook_end']) - last)
+    return {'plays': [(play, plays[play][1] - plays[play][0]) for play in order], 'hold_extra_s': median(extras),
+            'peers_idle_s': idle, 'after_last_hold_s': after}
 
 
 def promoted_in_timeline(doc, nodes):
@@ -444,7 +485,7 @@ def lab_roles(lab):
 
 # --------------------------------------------------------------------------- pure: the figures
 
-def figures(doc, nodes_count, peers_count, intervals, hosts=None):
+def figures(doc, nodes_count, peers_count, intervals, hosts=None, promote=False):
     """Every figure of one run from its timeline and its peer HCA intervals (see the module docstring)."""
     rows = host_rows(doc, hosts)
     wall = max(0.0, float(doc['playbook_end']) - float(doc['playbook_start']))
@@ -459,7 +500,7 @@ def figures(doc, nodes_count, peers_count, intervals, hosts=None):
     local = local_test_seconds(doc, set(hosts) if hosts is not None else None)
     local_test = median([local.get(row['host'], 0.0) for row in rows])
     peer_test = median([max(0.0, row['test_s'] - local.get(row['host'], 0.0)) for row in rows])
-    bound = bound_s(nodes_count, peers_count, peer_test, local_test)
+    bound = bound_s(nodes_count, peers_count, peer_test, local_test, promote)
     return {
         'nodes': nodes_count, 'peers': peers_count, 'queue_rounds': queue_rounds(nodes_count, peers_count),
         'wall_s': wall,
@@ -479,6 +520,9 @@ def figures(doc, nodes_count, peers_count, intervals, hosts=None):
         'peer_test_s': peer_test,
         'bound_s': bound,
         'ratio_to_bound': ratio(wall, bound),
+        'bound_rounds': promotion_rounds(nodes_count, peers_count) if promote else queue_rounds(nodes_count, peers_count),
+        'time_spent': time_spent(doc, set(hosts) if hosts is not None else None),
+        'forks': (doc.get('controller') or {}).get('forks'),
         'hosts': rows,
     }
 
@@ -544,14 +588,23 @@ def cell_lines(figs):
         'controller_peak_mib=%s peer_overlap_s=%s' % (
             number(figs['ratio_to_ideal']), number(figs['overhead_per_node_s']), number(figs['overhead_with_barriers_per_node_s']),
             number(figs['lease_per_node_s']), number(figs['controller_peak_mib']), number(figs['peer_overlap_s'])),
-        '  bound_s=%s (= max(ceil(%d/%d) x peer_test_s %s, local_test_s %s + peer_test_s)) ratio_to_bound=%s' % (
-            number(figs.get('bound_s')), figs['nodes'], figs['peers'], number(figs.get('peer_test_s')), number(figs.get('local_test_s')),
-            number(figs.get('ratio_to_bound'))),
+        '  bound_s=%s (= max(%d rounds x peer_test_s %s, local_test_s %s + peer_test_s)) ratio_to_bound=%s forks=%s' % (
+            number(figs.get('bound_s')), figs.get('bound_rounds') or queue_rounds(figs['nodes'], figs['peers']), number(figs.get('peer_test_s')),
+            number(figs.get('local_test_s')), number(figs.get('ratio_to_bound')), figs.get('forks') if figs.get('forks') is not None else '-'),
         '  per_node_peer_s=%s (peer hold %s + handover %s over %d waiting lease(s)); peer sessions %s, %s without a node%s' % (
             number(figs['per_node_peer_s']), number(figs.get('hold_per_node_s')), number(figs.get('handover_s')),
             figs.get('handovers') or 0, figs.get('peer_sessions', '-'), figs.get('peer_sessions_unattributed', '-'),
             '; promoted: %s' % ', '.join('%s<->%s' % tuple(pair) for pair in figs['promoted']) if figs.get('promoted') else ''),
     ]
+    spent = figs.get('time_spent')
+    if spent:
+        lines.append('  time spent: %s; a hold beyond its tests %s s (median); no peer held between the first take and the last '
+                     'give-back %s s; after the last give-back %s s' % (
+                         ', '.join('%s %s s' % (play, number(seconds)) for play, seconds in spent['plays']),
+                         number(spent['hold_extra_s']), number(spent['peers_idle_s']), number(spent['after_last_hold_s'])))
+    if figs.get('scale') is not None:
+        lines.append('  simulated at scale %g: %s; controller tree PSS peak %s MiB' % (
+            figs['scale'], figs.get('reported') or 'no summary', number(figs.get('controller_tree_pss_peak_mib'))))
     rows = [(row['host'], number(row['wall_s']), number(row['in_plays_s']), number(row['test_s']), number(row['lease_s']),
              number(row['hold_s']), number(row['overhead_s'])) for row in figs['hosts']]
     lines.append(table(('host', 'wall s', 'in plays s', 'test s', 'lease s', 'peer held s', 'overhead s'), rows))
@@ -592,13 +645,13 @@ def projection_lines(bases, nodes_list=PROJECT_NODES):
     return lines + [table(('N', 'P', 'rounds', 'wall s', 'wall h', 'promoted rounds', 'promoted wall s', 'promoted wall h'), rows)]
 
 
-def analyse(doc, store, lab):
+def analyse(doc, store, lab, promote=False):
     """Figures, peer-session counts and promotion evidence of one run from its timeline, ledger sessions and lab.json."""
     nodes, peers, _addresses, fabric = lab_roles(lab)
     window = (float(doc['playbook_start']), float(doc['playbook_end']))
     intervals, unattributed = session_intervals(store, nodes, peers, fabric, window)
     intervals += promoted_intervals(store, nodes, window)
-    figs = figures(doc, int(lab.get('nodes') or len(nodes)), int(lab.get('peers') or len(peers)), intervals, nodes or None)
+    figs = figures(doc, int(lab.get('nodes') or len(nodes)), int(lab.get('peers') or len(peers)), intervals, nodes or None, promote)
     figs['peer_sessions'] = len(intervals)
     figs['peer_sessions_unattributed'] = unattributed
     figs['promoted'] = promoted_pairs(promoted_in_timeline(doc, nodes), promoted_in_ledgers(store, nodes))
@@ -693,8 +746,8 @@ def lab_up_argv(python, nodes, peers, dcgmi_seconds=None, mesh=False):
     return argv
 
 
-def playbook_argv(ansible_playbook, limit, report_root, evidence_dir, promote, local_while_waiting=True):
-    argv = [ansible_playbook, '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', limit,
+def playbook_argv(ansible_playbook, limit, report_root, evidence_dir, promote, local_while_waiting=True, inventory='inventories/lab'):
+    argv = [ansible_playbook, '-i', inventory, 'playbooks/validate.yml', '-l', limit,
             '-e', 'report_root=%s' % report_root, '-e', 'evidence_controller_dir=%s' % evidence_dir]
     if promote:
         argv += ['-e', 'netval_promote_accepted=true']
@@ -734,12 +787,33 @@ def write_json(path, data):
     os.replace(tmp, path)
 
 
-def analyse_dir(folder):
-    """Figures of a kept work folder (timeline.json, ledgers.json, lab.json)."""
+def analyse_dir(folder, promote=None):
+    """Figures of a kept work folder: a lab cell (timeline.json, ledgers.json, lab.json) or a simulated one (timeline.json,
+    sim/hosts.json, sim/ledger.jsonl); ``promote`` None reads it from the folder's cell.json."""
+    if promote is None:
+        promote = bool(read_json(os.path.join(folder, 'cell.json')).get('promote')) if os.path.exists(os.path.join(folder, 'cell.json')) else False
     doc = task_timeline.read_timeline(os.path.join(folder, 'timeline.json'))
+    if os.path.exists(os.path.join(folder, 'sim', 'hosts.json')):
+        return analyse_sim(doc, os.path.join(folder, 'sim'), promote)
     store = read_json(os.path.join(folder, 'ledgers.json'))
     lab = read_json(os.path.join(folder, 'lab.json'))
-    return analyse(doc, store, lab)
+    return analyse(doc, store, lab, promote)
+
+
+def analyse_sim(doc, sim_folder, promote=False):
+    """Figures of a simulated run: its timeline and the simulated hosts' ledger (every session a node ran against another
+    host, so the overlap counts promoted nodes too)."""
+    hosts = read_json(os.path.join(sim_folder, 'hosts.json'))['hosts']
+    nodes = sorted(host for host, info in hosts.items() if info['role'] == 'new')
+    peers = sorted(host for host, info in hosts.items() if info['role'] == 'peer')
+    window = (float(doc['playbook_start']), float(doc['playbook_end']))
+    intervals = sim.ledger_intervals(sim_folder, window)
+    figs = figures(doc, len(nodes), len(peers), intervals, nodes, promote)
+    figs['peer_sessions'] = len(intervals) // 2
+    figs['peer_sessions_unattributed'] = 0
+    figs['promoted'] = promoted_pairs([(node, on) for _host, _d, node, _s, _e in intervals for on in [_host] if on in hosts and on != node
+                                       and hosts[on]['role'] == 'new'])
+    return figs
 
 
 def run_cell(args, nodes, peers, work):
@@ -767,6 +841,131 @@ def run_cell(args, nodes, peers, work):
     cell = {'figures': figs, 'rc': rc, 'process_wall_s': process_wall, 'folder': folder, 'promote': bool(args.promote)}
     write_json(os.path.join(folder, 'cell.json'), cell)
     return cell
+
+
+class TreeMemory(object):
+    """Samples the proportional set size (PSS: shared pages divided among their sharers) of a process and all its
+    descendants every ``interval`` seconds while a playbook runs: the controller's memory with every worker it forked.
+    ``peak_mib`` is the largest sum seen."""
+
+    def __init__(self, interval=2.0):
+        self.interval = interval
+        self.root = None
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name='tree-memory', daemon=True)
+
+    @staticmethod
+    def _children():
+        found = {}
+        for name in os.listdir('/proc'):
+            if not name.isdigit():
+                continue
+            try:
+                with open('/proc/%s/stat' % name, encoding='utf-8', errors='replace') as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            found.setdefault(int(stat[stat.rfind(')') + 2:].split()[1]), []).append(int(name))
+        return found
+
+    @staticmethod
+    def _pss_kib(pid):
+        try:
+            with open('/proc/%d/smaps_rollup' % pid, encoding='utf-8') as handle:
+                for line in handle:
+                    if line.startswith('Pss:'):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0
+
+    def sample(self):
+        if self.root is None:
+            return
+        children, total, todo = self._children(), 0, [self.root]
+        while todo:
+            pid = todo.pop()
+            total += self._pss_kib(pid)
+            todo.extend(children.get(pid, []))
+        self.peak_mib = max(self.peak_mib, total / 1024.0)
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def start(self, pid):
+        self.root = pid
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def sim_env(timeline, sim_folder, forks, base=None):
+    """The environment of a simulated run: playbook_env plus the lab's simulated hosts, their loader and the forks."""
+    env = playbook_env(timeline, base)
+    plugins = os.path.join(ROOT, 'lab', 'ansible_plugins')
+    env['ANSIBLE_CONNECTION_PLUGINS'] = os.path.join(plugins, 'connection')
+    env['ANSIBLE_CALLBACK_PLUGINS'] = os.path.join(plugins, 'callback')
+    env['ANSIBLE_CALLBACKS_ENABLED'] = 'gpufleet.netval.task_timeline,netval_sim'
+    env['ANSIBLE_FORKS'] = str(forks)
+    env['NETVAL_SIM_DIR'] = sim_folder
+    return env
+
+
+def configured_forks():
+    """The forks of the repository's ansible.cfg ([defaults] forks), 5 (Ansible's default) without one."""
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(ROOT, 'ansible.cfg'))
+    return parser.getint('defaults', 'forks', fallback=5)
+
+
+def reported(reports):
+    """The first line of the run's summary.txt ('N of N nodes reported: ...'), or None."""
+    lines = tail(os.path.join(reports, 'latest', 'summary.txt'), count=100000)
+    return lines[0] if lines else None
+
+
+def run_sim_cell(args, nodes, peers, work):
+    """validate.yml on a simulated fleet of N nodes and P peers (lab/netval_lab/sim.py) under the callback, with
+    args.forks forks; the cell's results."""
+    folder = os.path.join(work, 'sim-n%d-p%d%s' % (nodes, peers, '-promote' if args.promote else ''))
+    sim_folder = os.path.join(folder, 'sim')
+    inventory = sim.write_inventory(sim_folder, nodes, peers, args.recording, args.scale, args.forks, sim_contract())
+    timeline = os.path.join(folder, 'timeline.json')
+    argv = playbook_argv(args.ansible_playbook, 'new_nodes', os.path.join(folder, 'reports'), os.path.join(folder, 'evidence'), args.promote,
+                         not args.no_local_while_waiting, inventory=inventory) + ['-e', 'netval_lease_dir=%s' % os.path.join(folder, 'leases')]
+    log = os.path.join(folder, 'playbook.log')
+    say('== simulated N=%d P=%d forks=%d scale=%g: %s (log %s)' % (nodes, peers, args.forks, args.scale, ' '.join(argv), log))
+    memory = TreeMemory()
+    started = time.monotonic()
+    with open(log, 'a', encoding='utf-8') as handle:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=sim_env(timeline, sim_folder, args.forks), stdout=handle,  # pylint: disable=consider-using-with
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        memory.start(proc.pid)
+        rc = proc.wait()
+    memory.stop()
+    process_wall = time.monotonic() - started
+    if not os.path.exists(timeline):
+        raise BenchError('ansible-playbook (rc %d) wrote no task timeline at %s:\n%s' % (rc, timeline, '\n'.join(tail(log))))
+    if rc != 0:
+        say('warning: ansible-playbook exited %d (see %s); the figures below are of that run' % (rc, log))
+    figs = analyse_dir(folder, args.promote)
+    figs['controller_tree_pss_peak_mib'] = memory.peak_mib
+    figs['reported'] = reported(os.path.join(folder, 'reports'))
+    figs['scale'] = args.scale
+    cell = {'figures': figs, 'rc': rc, 'process_wall_s': process_wall, 'folder': folder, 'promote': bool(args.promote), 'simulated': True}
+    write_json(os.path.join(folder, 'cell.json'), cell)
+    return cell
+
+
+def sim_contract():
+    """The lab's contract (its iperf3 line is what the recording's veth delivered), without the lab's short durations:
+    a simulated run's plans keep the tier's own durations, which the scale shortens."""
+    return lab_inventory.SHORT_TESTS['netval_contract']
 
 
 def run_serial_loop(args, nodes, work, peers):
@@ -807,6 +1006,14 @@ def main(argv=None):
     parser.add_argument('--no-serial', action='store_true', help='--matrix without the serial loop')
     parser.add_argument('--matrix-nodes', type=node_counts, default=MATRIX_NODES, metavar='N,N,...',
                         help='--matrix for these fleet sizes only (default 1,4,16), to run the matrix in parts')
+    parser.add_argument('--simulate', action='store_true',
+                        help='a simulated fleet (lab/netval_lab/sim.py) instead of the lab: any N and P, no root, no lab; '
+                        'with --matrix, N in --matrix-nodes at P peers')
+    parser.add_argument('--forks', type=int, default=None, help='--simulate: ansible forks (default: ansible.cfg\'s)')
+    parser.add_argument('--scale', type=float, default=sim.DEFAULT_SCALE,
+                        help='--simulate: simulated time per second of planned time (default %g)' % sim.DEFAULT_SCALE)
+    parser.add_argument('--recording', default=os.path.join(sim.RECORDINGS, PROFILE + '.json'),
+                        help='--simulate: the recording the simulated hosts answer from (default lab/sim/%s.json)' % PROFILE)
     parser.add_argument('--json-out', metavar='FILE', help='also write the results as JSON to FILE')
     parser.add_argument('--work-dir', metavar='DIR', help='where the runs keep their files (default: a new /tmp/netval-bench-*)')
     parser.add_argument('--lab-root', default=os.environ.get('NETVAL_LAB_ROOT', '/run/netval-lab'), help=argparse.SUPPRESS)
@@ -815,6 +1022,8 @@ def main(argv=None):
     parser.add_argument('--poll-s', type=float, default=LEDGER_POLL_S, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.ansible_playbook = args.ansible_playbook or default_ansible_playbook()
+    if args.simulate and args.forks is None:
+        args.forks = configured_forks()
     try:
         if args.analyse:
             results = {'mode': 'analyse', 'cells': [{'figures': analyse_dir(args.analyse), 'folder': args.analyse}]}
@@ -825,11 +1034,14 @@ def main(argv=None):
             os.makedirs(work, exist_ok=True)
             say('bench: work folder %s' % work)
             results = {'mode': 'matrix' if args.matrix else 'single', 'promote': bool(args.promote), 'work_dir': work, 'cells': []}
-            cells = matrix_cells(nodes=args.matrix_nodes) if args.matrix else [(args.nodes, args.peers)]
+            if args.simulate:
+                cells = [(n, args.peers) for n in args.matrix_nodes] if args.matrix else [(args.nodes, args.peers)]
+            else:
+                cells = matrix_cells(nodes=args.matrix_nodes) if args.matrix else [(args.nodes, args.peers)]
             serial = {}
             for nodes, peers in cells:
-                cell = run_cell(args, nodes, peers, work)
-                if args.matrix and not args.no_serial and nodes not in serial:
+                cell = run_sim_cell(args, nodes, peers, work) if args.simulate else run_cell(args, nodes, peers, work)
+                if args.matrix and not args.simulate and not args.no_serial and nodes not in serial:
                     serial[nodes] = run_serial_loop(args, nodes, work, peers)
                 cell['serial_loop_s'], cell['serial_loop_failed'] = serial.get(nodes, (None, []))
                 results['cells'].append(cell)

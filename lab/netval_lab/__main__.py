@@ -10,6 +10,8 @@
     down                                 remove every namespace, link, process and file of the lab
     status [--json]                      one line per host: role, mgmt IP, sshd, fabric links, faults
     fault NAME [--node HOST]             inject a fault (NAME=clear clears all)
+    sim-record [--profile P]             up as 2 nodes and 1 peer of P, validate.yml with every module call recorded,
+                                         the recording the simulated fleet answers from (lab/sim/<P>.json; sim.py)
 """
 import argparse
 import json
@@ -148,7 +150,7 @@ def cmd_up(args):
         profile = profiles.load_profile(args.profile)
     except profiles.ProfileError as exc:
         raise LabError('profile %s: %s' % (args.profile, exc))
-    node_profiles = parse_node_profiles(args.node_profiles, args.nodes, profile, profiles)
+    node_profiles = parse_node_profiles(args.node_profiles, args.nodes, profile, profiles, peers=args.peers)
     hardware = _hardware()
     unpinned = bool(getattr(args, 'unpinned', False))
     mesh = bool(getattr(args, 'mesh', False))
@@ -194,17 +196,19 @@ def cmd_up(args):
     return 0
 
 
-def parse_node_profiles(text, nodes, main_profile, profiles):
-    """``node02=gen4-nic0,node03=platform-slow`` -> {host: (name, profile)}; every one of the lab's tier.
+def parse_node_profiles(text, nodes, main_profile, profiles, peers=0):
+    """``node02=gen4-nic0,node03=platform-slow,peer02=peer-rail-degraded`` -> {host: (name, profile)}; every one of the lab's tier.
 
     One lab then holds several failure patterns at once, so a single
-    validate.yml run can check them side by side.
+    validate.yml run can check them side by side.  A peer named here gets that
+    profile's ``peer:`` section (one degraded known-good peer beside healthy ones).
     """
     chosen = {}
+    hosts = ['node%02d' % i for i in range(1, nodes + 1)] + ['peer%02d' % j for j in range(1, peers + 1)]
     for item in [part.strip() for part in (text or '').split(',') if part.strip()]:
         host, sep, name = item.partition('=')
-        if not sep or host not in ['node%02d' % i for i in range(1, nodes + 1)]:
-            raise LabError('--node-profiles: %r is not NODE=PROFILE for one of node01..node%02d' % (item, nodes))
+        if not sep or host not in hosts:
+            raise LabError('--node-profiles: %r is not HOST=PROFILE for one of %s' % (item, ', '.join(hosts)))
         try:
             loaded = profiles.load_profile(name)
         except profiles.ProfileError as exc:
@@ -407,6 +411,55 @@ def cmd_fault(args):
     return 0
 
 
+# --------------------------------------------------------------------------- sim-record
+
+def cmd_sim_record(args):
+    """A recording for the simulated fleet (sim.py): validate.yml on a lab of 2 nodes and 1 peer of the profile, through
+    the netval_record connection (ssh, keeping every module call and every file fetched), compiled to lab/sim/<P>.json."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import tempfile  # pylint: disable=import-outside-toplevel
+    import yaml  # pylint: disable=import-outside-toplevel
+    from . import sim  # pylint: disable=import-outside-toplevel
+    rc = cmd_up(argparse.Namespace(profile=args.profile, node_profiles='', nodes=2, peers=1, dcgmi_seconds=None, unpinned=False, mesh=False))
+    if rc:
+        return rc
+    work = tempfile.mkdtemp(prefix='netval-sim-record-')
+    shutil.copytree(inventory.INVENTORY_DIR, os.path.join(work, 'inventory'))
+    hosts_yml = os.path.join(work, 'inventory', 'hosts.yml')
+    with open(hosts_yml, encoding='utf-8') as handle:
+        hosts = yaml.safe_load(handle)
+    lab_group = hosts['all']['children']['lab']
+    lab_group['vars'] = dict(lab_group.get('vars') or {}, ansible_connection='netval_record')
+    with open(hosts_yml, 'w', encoding='utf-8') as handle:
+        yaml.safe_dump(hosts, handle)
+    calls = os.path.join(work, 'calls.jsonl')
+    env = dict(os.environ, NETVAL_SIM_RECORD=calls, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.cache', 'collections'),
+               ANSIBLE_CONNECTION_PLUGINS=os.path.join(REPO_ROOT, 'lab', 'ansible_plugins', 'connection'))
+    playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    argv = [playbook, '-i', os.path.join(work, 'inventory'), 'playbooks/validate.yml', '-l', 'new_nodes',
+            '-e', 'report_root=%s' % os.path.join(work, 'reports'), '-e', 'evidence_controller_dir=%s' % os.path.join(work, 'evidence'),
+            '-e', 'netval_lease_dir=%s' % os.path.join(work, 'leases')]
+    say('sim-record: %s (log %s)' % (' '.join(argv), os.path.join(work, 'playbook.log')))
+    with open(os.path.join(work, 'playbook.log'), 'w', encoding='utf-8') as log:
+        done = subprocess.run(argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        raise LabError('validate.yml failed (rc %d) while recording: see %s' % (done.returncode, os.path.join(work, 'playbook.log')))
+    shutil.copyfile(LAB_JSON, os.path.join(work, 'lab.json'))
+    with open(calls, encoding='utf-8') as handle:
+        lines = [json.loads(line) for line in handle if line.strip()]
+    with open(LAB_JSON, encoding='utf-8') as handle:
+        lab = json.load(handle)
+    recording = sim.compile_recording(lines, lab, args.profile)
+    target = os.path.join(sim.RECORDINGS, '%s.json' % args.profile)
+    os.makedirs(sim.RECORDINGS, exist_ok=True)
+    with open(target, 'w', encoding='utf-8') as handle:
+        json.dump(recording, handle, indent=1, sort_keys=True)
+        handle.write('\n')
+    say('sim-record: %d module calls and %d files from %s -> %s' % (len(recording['calls']), len(recording['files']), work, target))
+    return 0
+
+
 # --------------------------------------------------------------------------- main
 
 def parser():
@@ -417,7 +470,8 @@ def parser():
     up.add_argument('--site', choices=site.SITES, default=site.DEFAULT_SITE,
                     help='real (default): rails on switches, storage and front-end NICs, IPoIB MTUs, nodes addressed on some '
                          'rails, a 1 Gbit/s management network as the default route; ideal: the lab\'s first boxes')
-    up.add_argument('--node-profiles', default='', help='per-node profiles of the same tier, e.g. node02=gen4-nic0,node03=platform-slow')
+    up.add_argument('--node-profiles', default='',
+                    help='per-host profiles of the same tier, e.g. node02=gen4-nic0,peer02=peer-rail-degraded (a peer gets its peer: section)')
     up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)
     up.add_argument('--peers', type=int, default=1, help='known-good peers, 1..%d (default 1)' % MAX_PEERS)
     up.add_argument('--dcgmi-seconds', type=float, default=None,
@@ -436,6 +490,8 @@ def parser():
     fault.add_argument('--node', help='new node to break (default: the first)')
     fault.add_argument('--side', choices=('node', 'peer'), default='node',
                        help="mtu-mismatch: which end of the node's fabric link drops to %d (default node)" % faults.MISMATCH_MTU)
+    record = sub.add_parser('sim-record', help='record a validate.yml run for the simulated fleet (lab/sim/<profile>.json)')
+    record.add_argument('--profile', default='healthy-400g', help='lab/profiles/<name>.yml (default healthy-400g)')
     return top
 
 
@@ -445,7 +501,7 @@ def main(argv=None):
         sys.stderr.write('netval-lab: error: must run as root (it creates network namespaces, veth links and sshd '
                          'processes); try: sudo %s -m lab.netval_lab %s\n' % (sys.executable, args.command))
         return 2
-    handlers = {'up': cmd_up, 'down': cmd_down, 'status': cmd_status, 'fault': cmd_fault}
+    handlers = {'up': cmd_up, 'down': cmd_down, 'status': cmd_status, 'fault': cmd_fault, 'sim-record': cmd_sim_record}
     try:
         return handlers[args.command](args)
     except LabError as exc:

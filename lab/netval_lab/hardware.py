@@ -118,12 +118,19 @@ def parse_bdf(bdf):
     return int(match.group(1), 16), int(match.group(2), 16), int(match.group(3), 16), int(match.group(4))
 
 
-def pci_chain(bdf):
+def pci_chain(bdf, beside=None):
     """Upstream chain of an endpoint: (host bridge dir, [root port, switch up, switch down]) BDFs.
 
     Endpoints use device number 00; the bridges use 01/02/03 so that no bridge BDF collides with an endpoint.
+    ``beside``: the NIC whose PCIe switch this device (its GPUDirect GPU, on the next bus) shares, as on an HGX board: the
+    same root port and switch upstream port, its own downstream port (device 04 on the switch's internal bus).
     """
     domain, bus = parse_bdf(bdf)[:2]
+    if beside is not None:
+        host_bridge, chain = pci_chain(beside)
+        if len(chain) == 3:
+            switch_bus = parse_bdf(chain[2])[1]
+            return host_bridge, chain[:2] + ['%04x:%02x:04.0' % (domain, switch_bus)]
     if bus >= 3:
         top = bus - 3
         ports = ['%04x:%02x:01.0' % (domain, top), '%04x:%02x:02.0' % (domain, bus - 2), '%04x:%02x:03.0' % (domain, bus - 1)]
@@ -131,9 +138,9 @@ def pci_chain(bdf):
     return 'pci%04x:00' % domain, ['%04x:00:01.0' % domain]
 
 
-def device_path(bdf):
+def device_path(bdf, beside=None):
     """Path of a PCI function under sys/devices (relative to sys/)."""
-    bridge, chain = pci_chain(bdf)
+    bridge, chain = pci_chain(bdf, beside)
     return os.path.join('devices', bridge, *(chain + [bdf]))
 
 
@@ -221,11 +228,27 @@ def build_state(profile, host, role, lab_info):
             'serial': str(1650000000000 + int(_digest('serial', host, index)[:8], 16) % 999999999),
             'nic': affinity['name'] if affinity else None,
         })
+    by_name = dict((nic['name'], nic) for nic in nics)
+    for gpu in devices:
+        nic = by_name.get(gpu['nic'])
+        # The GPU on the bus after its NIC's hangs below the NIC's PCIe switch (topo -m: PXB); elsewhere it has a root port of its own.
+        near = nic is not None and parse_bdf(gpu['bus_id'])[:2] == (parse_bdf(nic['pci_address'])[0], parse_bdf(nic['pci_address'])[1] + 1)
+        gpu['beside'] = nic['pci_address'] if near else None
+        gpu['upstream'] = pci_chain(gpu['bus_id'], gpu['beside'])[1]
+    for nic in nics:
+        nic['upstream'] = pci_chain(nic['pci_address'])[1]
+    acs_on = []
+    for nic in nics:
+        if nic.get('acs_on_gpu_path'):
+            gpu = next((g for g in devices if g['nic'] == nic['name'] and g['beside'] == nic['pci_address']), None)
+            acs_on += [nic['upstream'][-1]] + ([gpu['upstream'][-1]] if gpu else [])
     gpus = dict(gpus, devices=devices, buses_expected=buses, missing_buses=sorted(missing))
     return {
         'host': host, 'role': role, 'profile': profile['name'], 'tier': profile['tier'], 'created': now,
         'faults': [], 'nics': nics, 'gpus': gpus, 'host_hw': hw['host'], 'nccl': hw['nccl'], 'dcgmi': _dcgmi(hw['dcgmi'], lab_info),
         'fabric': fabric, 'mgmt_ip': lab_info.get('mgmt_ip'), 'site': lab_info.get('site') or 'ideal',
+        # Bridges whose ACS redirects peer-to-peer traffic (lspci ACSCtl ReqRedir+ CmpltRedir+ UpstreamFwd+).
+        'acs_redirect': sorted(set(acs_on)),
     }
 
 
@@ -412,8 +435,8 @@ def write_state(node_dir, state):
     render_proc(os.path.join(node_dir, 'proc'), state)
 
 
-def _pci_function(root, bdf, attrs):
-    base = os.path.join(root, device_path(bdf))
+def _pci_function(root, bdf, attrs, beside=None):
+    base = os.path.join(root, device_path(bdf, beside))
     for key, value in attrs.items():
         atomic_write(os.path.join(base, key), '%s\n' % value)
     _symlink(os.path.relpath(base, os.path.join(root, 'bus', 'pci', 'devices')),
@@ -421,8 +444,8 @@ def _pci_function(root, bdf, attrs):
     return base
 
 
-def _bridges(root, bdf, max_gts, width, current_gts):
-    bridge, chain = pci_chain(bdf)
+def _bridges(root, bdf, max_gts, width, current_gts, beside=None):
+    bridge, chain = pci_chain(bdf, beside)
     path = os.path.join(root, 'devices', bridge)
     for index, port in enumerate(chain):
         path = os.path.join(path, port)
@@ -490,12 +513,23 @@ def render_sys(root, state):
     gpus = state['gpus']
     for gpu in gpus['devices']:
         gen_gts = {3: 8, 4: 16, 5: 32, 6: 64}.get(gpus['pcie_gen'], 32)
-        _bridges(root, gpu['bus_id'], gen_gts, gpus['pcie_width'], gen_gts)
+        beside = gpu.get('beside')
+        if beside is None:
+            _bridges(root, gpu['bus_id'], gen_gts, gpus['pcie_width'], gen_gts)
+        else:
+            # Only its own downstream port: the root port and the switch's upstream port are the NIC's, written with it.
+            host_bridge, chain = pci_chain(gpu['bus_id'], beside)
+            port = os.path.join(root, 'devices', host_bridge, *chain)
+            for key, value in (('max_link_speed', speed_text(gen_gts)), ('max_link_width', gpus['pcie_width']),
+                               ('current_link_speed', speed_text(gen_gts)), ('current_link_width', gpus['pcie_width']),
+                               ('class', '0x060400'), ('vendor', '0x1000'), ('device', '0xc030')):
+                atomic_write(os.path.join(port, key), '%s\n' % value)
+            _symlink(os.path.relpath(port, os.path.join(root, 'bus', 'pci', 'devices')), os.path.join(root, 'bus', 'pci', 'devices', chain[-1]))
         _pci_function(root, gpu['bus_id'], {
             'current_link_speed': speed_text(gen_gts), 'max_link_speed': speed_text(gen_gts),
             'current_link_width': gpus['pcie_width'], 'max_link_width': gpus['pcie_width'],
             'numa_node': gpu['numa_node'], 'class': '0x030200', 'vendor': '0x10de', 'device': gpus['pci_device_id'],
-        })
+        }, beside)
     cpu_base = os.path.join(root, 'devices', 'system', 'cpu')
     for cpu in range(hw['cpus']):
         atomic_write(os.path.join(cpu_base, 'cpu%d' % cpu, 'cpufreq', 'scaling_governor'), hw['governor'] + '\n')
@@ -519,9 +553,20 @@ MODULE_SIZES = {'mlx5_ib': (483328, 0, '-'), 'mlx5_core': (2453504, 1, 'mlx5_ib,
                 'nvidia_peermem': (16384, 0, '-'), 'nvidia': (56766464, 2, 'nvidia_peermem,')}
 
 
+# /proc/driver/nvidia/version of the two kernel-module flavours (the open modules export GPU memory as dma-buf).
+DRIVER_BANNERS = {
+    'open': 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  %s  Release Build  (dvs-builder@U22-I3-B12-02-1)  Tue Oct  1 19:51:52 UTC 2024',
+    'proprietary': 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Oct  1 19:42:04 UTC 2024',
+}
+
+
 def render_proc(root, state):
     hw = state['host_hw']
     atomic_write(os.path.join(root, 'cmdline'), ' '.join(hw['cmdline']) + '\n')
+    gpus = state['gpus']
+    flavour = 'open' if gpus.get('gdr_mode') == 'dmabuf' else 'proprietary'
+    atomic_write(os.path.join(root, 'driver', 'nvidia', 'version'), DRIVER_BANNERS[flavour] % gpus['driver_version']
+                 + '\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n')
     page_kb = 1048576 if hw['hugepagesz'] == '1G' else 2048
     total = hw['mem_total_kb']
     huge = hw['hugepages_total'] * page_kb
@@ -623,5 +668,30 @@ def materialize(profile, host, role, node_dir, lab_info=None):
     write_wrappers(os.path.join(node_dir, 'bin'), node_dir, state['host_hw'].get('tools_missing') or ())
     kernel_log = os.path.join(node_dir, 'log', 'kernel.log')
     if not os.path.exists(kernel_log):
-        atomic_write(kernel_log, '')
+        atomic_write(kernel_log, burnin_lines(state))
     return state
+
+
+# What a provider's burn-in leaves in the kernel log: every port bounced while cables were checked, and the Xids its stress
+# programs raised (13 graphics exception, 31 MMU fault, 43 GPU stopped processing), none of them the node's fault now.
+BURNIN_XIDS = ((13, 'pid=4711, name=burn_gpu, Graphics SM Warp Exception on (GPC 1, TPC 3, SM 0): Out Of Range Address'),
+               (31, 'pid=4711, name=burn_gpu, Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted'),
+               (43, 'pid=4711, name=burn_gpu, Ch 00000010'))
+
+
+def burnin_lines(state):
+    """kernel.log lines (<epoch> <message>) of the burn-in ``host.burnin_hours_ago`` hours before now; '' without one."""
+    hours = float(state['host_hw'].get('burnin_hours_ago') or 0)
+    if hours <= 0:
+        return ''
+    at = state['created'] - hours * 3600.0
+    lines = []
+    for nic in state['nics']:
+        for offset, what in ((0.0, 'Link down'), (4.0, 'Link up')):
+            lines.append('%.3f mlx5_core %s %s: %s' % (at + offset, nic['pci_address'], nic['netdev'], what))
+        at += 9.0
+    for gpu in state['gpus']['devices'][:3]:
+        for code, text in BURNIN_XIDS:
+            lines.append('%.3f NVRM: Xid (PCI:%s): %d, %s' % (at, gpu['bus_id'][:-2], code, text))
+            at += 1.5
+    return '\n'.join(lines) + '\n'

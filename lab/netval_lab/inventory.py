@@ -56,6 +56,10 @@ SHORT_TESTS = {
 }
 
 
+# What a vendor letter closes with (the runbook: "Cluster identifier and support contract attached"): the lab's own.
+SITE = {'netval_cluster_id': 'netval-lab', 'netval_support_contract': 'LAB-SUPPORT-0001'}
+
+
 def prediction_costs(lab):
     """validate.yml's prediction costs on this lab (netval_prediction_costs): measured here, with its dcgmi's set time.
 
@@ -171,7 +175,7 @@ def write(lab, inventory_dir=INVENTORY_DIR, unpinned=None):
         yaml.dump(build(lab, unpinned), handle, Dumper=_LintCleanDumper, default_flow_style=False, sort_keys=False)
     with open(os.path.join(inventory_dir, 'group_vars', 'all.yml'), 'w', encoding='utf-8') as handle:
         handle.write('---\n# Lab: shorter test durations so one node validates in < 2 min.\n')
-        yaml.dump(dict(SHORT_TESTS, netval_prediction_costs=prediction_costs(lab)), handle, Dumper=_LintCleanDumper,
+        yaml.dump(dict(SHORT_TESTS, netval_prediction_costs=prediction_costs(lab), **SITE), handle, Dumper=_LintCleanDumper,
                   default_flow_style=False, sort_keys=False)
     return inventory_dir
 

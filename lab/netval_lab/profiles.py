@@ -61,6 +61,8 @@ NIC_SPEC = {
     'netdev_mtu': int,
     # A bad cable on InfiniBand: the port's symbol_error counter grows by this much with every RDMA session it carries.
     'symbol_errors_per_session': int,
+    # ACS request/completion redirection on the switch ports between this NIC and its GPUDirect GPU (lspci ACSCtl).
+    'acs_on_gpu_path': bool,
 }
 # mlx5's pre-set RX/TX ring maximum (the kernel's 1 << MLX5E_PARAMS_MAXIMUM_LOG_RQ_SIZE): no mlx5 netdev runs a larger ring.
 RING_MAX = 8192
@@ -71,6 +73,12 @@ GPU_SPEC = {
     'pcie_gen': int, 'pcie_width': int, 'nvlink': str,
     'ecc': {'volatile_dram_uncorrectable': int, 'volatile_dram_correctable': int,
             'aggregate_dram_uncorrectable': int, 'aggregate_dram_correctable': int},
+    # How GPUDirect RDMA runs here: peermem (proprietary driver, nvidia_peermem loaded, a CUDA perftest), dmabuf (the open
+    # kernel modules, no nvidia_peermem, a perftest with --use_cuda_dmabuf) or none (the distribution's perftest, built without CUDA).
+    'gdr_mode': Enum('peermem', 'dmabuf', 'none'),
+    # nvidia-fabricmanager on an NVSwitch system (running, stopped), or no NVSwitch at all (absent).
+    'fabric_manager': Enum('running', 'stopped', 'absent'),
+    'persistence_mode': bool,
 }
 
 HOST_SPEC = {
@@ -79,6 +87,10 @@ HOST_SPEC = {
     'mem_total_kb': int, 'kernel_lines': [str], 'kernel_version': str, 'iommu': str,
     # Emulated tools this box does not have installed (e.g. dcgmi): their wrappers are left out of bin/.
     'tools_missing': [str],
+    # The node's local time zone (an IANA name): journalctl prints and reads times in it, as systemd does.
+    'timezone': str,
+    # The provider's burn-in, this many hours before the run: link events on every NIC and application Xids in the kernel log.
+    'burnin_hours_ago': NUMBER,
 }
 
 # busbw_gbs: what each rail NCCL uses carries over NET/IB (the runbook's per-NIC figure): a two-host job's bus bandwidth is
@@ -92,7 +104,8 @@ NCCL_SPEC = {
 
 # seconds_by_level: how long an emulated `dcgmi diag -r N` takes, by level (the runbook's level 3 takes 10-20 minutes;
 # a lab profile sets a few seconds so that running it while the node waits for a peer shows in a run).
-DCGMI_SPEC = {'version': str, 'results': MapOf(RESULTS), 'seconds_by_level': MapOf(NUMBER)}
+# hostengine: nv-hostengine (nvidia-dcgm.service) running or stopped: dcgmi then cannot connect to it.
+DCGMI_SPEC = {'version': str, 'results': MapOf(RESULTS), 'seconds_by_level': MapOf(NUMBER), 'hostengine': Enum('running', 'stopped')}
 
 HARDWARE_SPEC = {
     'nic_count': int, 'nic_defaults': dict(NIC_SPEC), 'nics': [NIC_SPEC],
@@ -119,7 +132,7 @@ TIER_DEFAULTS = {
                                            'upstream_max_gts': 16, 'upstream_width': 16},
                 'bw_gbytes_s': 12.1, 'gdr_bw_gbytes_s': 11.9, 'lat_us': 1.05},
         'gpus': {'count_expected': 8, 'model': 'NVIDIA A100 80GB PCIe', 'pci_device_id': '0x20b5',
-                 'pcie_gen': 4, 'pcie_width': 16, 'nvlink': 'NV12'},
+                 'pcie_gen': 4, 'pcie_width': 16, 'nvlink': 'NV12', 'fabric_manager': 'absent'},
         'nccl': {'busbw_gbs': 11.2},
         'host': {'cpus': 32, 'numa_nodes': 2},
     },
@@ -171,7 +184,7 @@ TIER_DEFAULTS = {
                           'upstream_max_gts': 32, 'upstream_width': 4},
                     bw_gbytes_s=11.6, gdr_bw_gbytes_s=11.4, lat_us=1.9, gid_index=3),
         'gpus': {'count_expected': 1, 'model': 'NVIDIA GB10', 'pci_device_id': '0x2e12',
-                 'pcie_gen': 5, 'pcie_width': 16, 'nvlink': 'NV18'},
+                 'pcie_gen': 5, 'pcie_width': 16, 'nvlink': 'NV18', 'fabric_manager': 'absent'},
         'nccl': {'busbw_gbs': 11.0},
         'host': {'cpus': 20, 'numa_nodes': 1},
     },
@@ -179,9 +192,10 @@ TIER_DEFAULTS = {
 
 COMMON_NIC = {
     'state': 'ACTIVE', 'phys_state': 'LinkUp', 'cqe_compression': 'BALANCED', 'rx_ring': RING_MAX, 'channels': 64,
-    'gid_index': 0, 'pause_rate_per_s': 0, 'mtu': 4096,
+    'gid_index': 0, 'pause_rate_per_s': 0, 'mtu': 4096, 'acs_on_gpu_path': False,
 }
 COMMON_GPUS = {'xid_lines': [], 'driver_version': '550.127.08', 'cuda_version': '12.4',
+               'gdr_mode': 'peermem', 'fabric_manager': 'running', 'persistence_mode': True,
                'ecc': {'volatile_dram_uncorrectable': 0, 'volatile_dram_correctable': 0,
                        'aggregate_dram_uncorrectable': 0, 'aggregate_dram_correctable': 0}}
 COMMON_HOST = {
@@ -190,9 +204,10 @@ COMMON_HOST = {
     'hugepages_total': 128, 'hugepagesz': '1G', 'governor': 'performance', 'no_turbo': False, 'memlock': 'unlimited',
     'modules': ['mlx5_ib', 'mlx5_core', 'ib_uverbs', 'ib_core', 'ib_umad', 'rdma_cm', 'rdma_ucm', 'nvidia_peermem', 'nvidia'],
     'mem_total_kb': 2113531904, 'kernel_lines': [], 'kernel_version': '6.1.0-28-amd64', 'iommu': 'pt',
+    'timezone': 'UTC', 'burnin_hours_ago': 0,
 }
 COMMON_NCCL = {'transport': 'IB', 'gdr': True, 'version': '2.23.4', 'nccl_tests_version': '2.17.6', 'socket_busbw_gbs': 2.0}
-COMMON_DCGMI = {'version': '3.3.6', 'results': {}, 'seconds_by_level': {}}
+COMMON_DCGMI = {'version': '3.3.6', 'results': {}, 'seconds_by_level': {}, 'hostengine': 'running'}
 
 DCGMI_TESTS = {
     'Deployment': ['Denylist', 'NVML Library', 'CUDA Main Library', 'Permissions and OS Blocks', 'Persistence Mode',
@@ -392,7 +407,11 @@ def complete_hardware(hw, tier, where):
     hw['nics'] = nics
     hw['gpus'] = deep_merge(deep_merge(COMMON_GPUS, tier_defaults['gpus']), hw.get('gpus', {}))
     hw['gpus'].setdefault('count_present', hw['gpus']['count_expected'])
+    explicit_modules = 'modules' in (hw.get('host') or {})
     hw['host'] = deep_merge(deep_merge(COMMON_HOST, tier_defaults['host']), hw.get('host', {}))
+    if hw['gpus']['gdr_mode'] == 'dmabuf' and not explicit_modules:
+        # The open kernel modules reach the NIC through dma-buf: nvidia_peermem is not built for them.
+        hw['host']['modules'] = [name for name in hw['host']['modules'] if name != 'nvidia_peermem']
     hw['nccl'] = deep_merge(deep_merge(COMMON_NCCL, tier_defaults['nccl']), hw.get('nccl', {}))
     hw['dcgmi'] = deep_merge(COMMON_DCGMI, hw.get('dcgmi', {}))
     results = {}

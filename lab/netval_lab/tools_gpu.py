@@ -83,6 +83,19 @@ def tool_nvidia_smi(state, args):
     return _nvsmi_table(state, devices)
 
 
+def _persistence(state):
+    return 'Enabled' if state['gpus'].get('persistence_mode', True) else 'Disabled'
+
+
+# nvidia-smi's Fabric state of a GPU on an NVSwitch board: Completed once nvidia-fabricmanager has configured it; a GPU waiting
+# for a fabric manager that is not running stays In Progress; a board without NVSwitch reports N/A.
+FABRIC = {'running': ('Completed', 'Success'), 'stopped': ('In Progress', 'N/A'), 'absent': ('N/A', 'N/A')}
+
+
+def _fabric(state):
+    return FABRIC[state['gpus'].get('fabric_manager') or 'absent']
+
+
 def _nvsmi_csv(state, devices, fields, fmt):
     gpus = state['gpus']
     noheader = 'noheader' in fmt
@@ -97,7 +110,7 @@ def _nvsmi_csv(state, devices, fields, fmt):
         'pcie.link.width.current': lambda g: str(gpus['pcie_width']), 'pcie.link.width.max': lambda g: str(gpus['pcie_width']),
         'ecc.errors.uncorrected.volatile.total': lambda g: str(gpus['ecc']['volatile_dram_uncorrectable']),
         'ecc.errors.corrected.volatile.total': lambda g: str(gpus['ecc']['volatile_dram_correctable']),
-        'persistence_mode': lambda g: 'Enabled', 'temperature.gpu': lambda g: '31',
+        'persistence_mode': lambda g: _persistence(state), 'temperature.gpu': lambda g: '31',
     }
     values['pci.bus_id'] = lambda g: '0000' + g['bus_id'].upper()
     for field in fields:
@@ -127,7 +140,7 @@ def _nvsmi_table(state, devices):
     out('|                                         |                        |               MIG M. |')
     out('|=========================================+========================+======================|')
     for gpu in devices:
-        first = ' %3d  %-31sOn  ' % (gpu['index'], gpus['model'][:31])
+        first = ' %3d  %-31s%-3s ' % (gpu['index'], gpus['model'][:31], 'On' if gpus.get('persistence_mode', True) else 'Off')
         out('|%s|%s|%s|' % (first, ('%s Off ' % ('0000' + gpu['bus_id'].upper())).rjust(24),
                             ('%d ' % gpus['ecc']['volatile_dram_uncorrectable']).rjust(22)))
         left = ' N/A   %2dC    P0' % (30 + gpu['index'] % 5)
@@ -164,7 +177,7 @@ def _nvsmi_query(state, devices):
         lines.append(_kv(4, 'Product Name', gpus['model']))
         lines.append(_kv(4, 'Product Brand', 'NVIDIA'))
         lines.append(_kv(4, 'Product Architecture', _gpu_arch(gpus['model'])))
-        lines.append(_kv(4, 'Persistence Mode', 'Enabled'))
+        lines.append(_kv(4, 'Persistence Mode', _persistence(state)))
         lines.append(_kv(4, 'MIG Mode', '').rstrip(': ').rstrip())
         lines.append(_kv(8, 'Current', 'Disabled'))
         lines.append(_kv(8, 'Pending', 'Disabled'))
@@ -214,6 +227,9 @@ def _nvsmi_query(state, devices):
         lines.append(_kv(8, 'Uncorrectable Error', 0))
         lines.append(_kv(8, 'Pending', 'No'))
         lines.append(_kv(8, 'Remapping Failure Occurred', 'No'))
+        lines.append('    Fabric')
+        lines.append(_kv(8, 'State', _fabric(state)[0]))
+        lines.append(_kv(8, 'Status', _fabric(state)[1]))
         lines.append('')
     out('\n'.join(lines))
     return 0
@@ -247,7 +263,7 @@ def _nvsmi_xml(state, devices):
         el(2, 'product_name', gpus['model'])
         el(2, 'product_brand', 'NVIDIA')
         el(2, 'product_architecture', _gpu_arch(gpus['model']))
-        el(2, 'persistence_mode', 'Enabled')
+        el(2, 'persistence_mode', _persistence(state))
         open_(2, 'mig_mode')
         el(3, 'current_mig', 'Disabled')
         el(3, 'pending_mig', 'Disabled')
@@ -315,6 +331,10 @@ def _nvsmi_xml(state, devices):
         el(3, 'remapped_row_pending', 'No')
         el(3, 'remapped_row_failure', 'No')
         close(2, 'remapped_rows')
+        open_(2, 'fabric')
+        el(3, 'state', _fabric(state)[0])
+        el(3, 'status', _fabric(state)[1])
+        close(2, 'fabric')
         lines.append('\t</gpu>')
         lines.append('')
     lines.append('</nvidia_smi_log>')
@@ -401,7 +421,15 @@ def _diagnose(state, level):
         handle.write('%.3f %.3f level %d\n' % (start, time.time(), level))
 
 
+# What dcgmi prints when no host engine answers (nv-hostengine / nvidia-dcgm.service stopped), as a real one does.
+HOSTENGINE_DOWN = ('Error: unable to establish a connection to the specified host: localhost\n'
+                   'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
+
+
 def tool_dcgmi(state, args):
+    if state['dcgmi'].get('hostengine') == 'stopped' and args and args[0] in ('discovery', 'diag'):
+        sys.stdout.write(HOSTENGINE_DOWN)
+        return 255
     if not args or args[0] != 'diag':
         if args and args[0] == 'discovery' and '-l' in args:
             devices = state['gpus']['devices']

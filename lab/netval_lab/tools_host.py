@@ -3,6 +3,7 @@
 Part of the netval lab's emulated tools (see tools.py); standard library only.
 """
 
+import calendar
 import json
 import os
 import random
@@ -16,9 +17,64 @@ from netval_lab.tool_common import node_dir, out
 
 # ============================================================================ kernel log: dmesg, journalctl -k
 
+def _node_clock(state):
+    """The node's local time zone (the profile's host.timezone) for this process: journalctl prints and reads times in it."""
+    os.environ['TZ'] = state['host_hw'].get('timezone') or 'UTC'
+    time.tzset()
+
+
+def _boot_time(state):
+    """The node booted 15 minutes before it was handed over, or before its burn-in when that was longer ago."""
+    return state['created'] - max(900.0, float(state['host_hw'].get('burnin_hours_ago') or 0) * 3600.0 + 900.0)
+
+
+_UNITS = {'s': 1, 'sec': 1, 'second': 1, 'seconds': 1, 'm': 60, 'min': 60, 'minute': 60, 'minutes': 60, 'h': 3600, 'hr': 3600,
+          'hour': 3600, 'hours': 3600, 'd': 86400, 'day': 86400, 'days': 86400, 'w': 604800, 'week': 604800, 'weeks': 604800}
+
+
+def journal_time(text, now=None):
+    """Seconds since the epoch of a journalctl --since/--until value, read as systemd.time(7) does: @<epoch>; a relative
+    time (-24h, -1h 30min, +5min); now, today, yesterday, tomorrow; or YYYY-MM-DD [HH:MM[:SS]] in the node's local time zone
+    unless it ends in UTC (or another zone name).  None when it is none of these."""
+    now = time.time() if now is None else now
+    text = text.strip()
+    if re.match(r'^@\d+(\.\d+)?$', text):
+        return float(text[1:])
+    relative = re.match(r'^([-+])\s*((?:\d+(?:\.\d+)?\s*[a-z]+\s*)+)$', text)
+    if relative:
+        total = 0.0
+        for number, unit in re.findall(r'(\d+(?:\.\d+)?)\s*([a-z]+)', relative.group(2)):
+            if unit not in _UNITS:
+                return None
+            total += float(number) * _UNITS[unit]
+        return now - total if relative.group(1) == '-' else now + total
+    local = time.localtime(now)
+    midnight = time.mktime((local.tm_year, local.tm_mon, local.tm_mday, 0, 0, 0, 0, 0, -1))
+    words = {'now': now, 'today': midnight, 'yesterday': midnight - 86400, 'tomorrow': midnight + 86400}
+    if text in words:
+        return words[text]
+    absolute = re.match(r'^(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d)(?::(\d\d))?)?(?:\s+(\S+))?$', text)
+    if not absolute:
+        return None
+    fields = [int(absolute.group(index) or 0) for index in range(1, 7)]
+    zone = absolute.group(7)
+    if zone in ('UTC', 'Z', 'GMT'):
+        return float(calendar.timegm(tuple(fields) + (0, 0, 0)))
+    if zone:
+        previous = os.environ.get('TZ')
+        os.environ['TZ'] = zone
+        time.tzset()
+        try:
+            return time.mktime(tuple(fields) + (0, 0, -1))
+        finally:
+            os.environ['TZ'] = previous or 'UTC'
+            time.tzset()
+    return time.mktime(tuple(fields) + (0, 0, -1))
+
+
 def _kernel_messages(state):
     """[(seconds since boot, message)] from the state and node_dir/log/kernel.log."""
-    boot = state['created'] - 900.0
+    boot = _boot_time(state)
     messages = []
     stamp = 2.0
     for nic in state['nics']:
@@ -41,7 +97,8 @@ def _kernel_messages(state):
     for line in state['host_hw'].get('kernel_lines') or []:
         messages.append((stamp, line))
         stamp += 1.5
-    stamp = 600.0
+    # The profile's Xids: five minutes before the node was handed over (inside a preflight's window, before its tests).
+    stamp = state['created'] - 300.0 - boot
     for line in state['gpus'].get('xid_lines') or []:
         messages.append((stamp, line))
         stamp += 0.002
@@ -80,6 +137,7 @@ def tool_dmesg(state, args):
         else:
             sys.stderr.write("dmesg: unrecognized option '%s'\nTry 'dmesg --help' for more information.\n" % arg)
             return 1
+    _node_clock(state)
     boot, messages = _kernel_messages(state)
     for offset, message in messages:
         if no_time:
@@ -101,6 +159,7 @@ def tool_journalctl(state, args):
     output = 'short'
     grep = None
     lines_limit = None
+    window = {}
     index = 0
     while index < len(args):
         arg = args[index]
@@ -121,17 +180,33 @@ def tool_journalctl(state, args):
             lines_limit = int(nxt)
             index += 2
             continue
-        elif arg in ('--since', '-S', '--until', '-U', '-p', '--priority', '-b', '--boot') and nxt is not None and not nxt.startswith('-'):
+        elif arg in ('--since', '-S', '--until', '-U') and nxt is not None:
+            window['since' if arg in ('--since', '-S') else 'until'] = nxt
+            index += 2
+            continue
+        elif arg.startswith('--since=') or arg.startswith('--until='):
+            key, value = arg[2:].split('=', 1)
+            window[key] = value
+        elif arg in ('-p', '--priority', '-b', '--boot') and nxt is not None and not nxt.startswith('-'):
             index += 2
             continue
         elif arg in ('-k', '--dmesg', '--no-pager', '-q', '--quiet', '-b', '--boot', '-a', '--all', '--no-hostname', '-kb', '-bk') \
-                or arg.startswith('--since=') or arg.startswith('--until=') or arg.startswith('--priority='):
+                or arg.startswith('--priority='):
             pass
         else:
             sys.stderr.write("journalctl: unrecognized option '%s'\n" % arg)
             return 1
         index += 1
+    _node_clock(state)
+    bounds = {}
+    for key, value in window.items():
+        bounds[key] = journal_time(value)
+        if bounds[key] is None:
+            sys.stderr.write('Failed to parse timestamp: %s\n' % value)
+            return 1
     boot, messages = _kernel_messages(state)
+    # As systemd does: entries from --since on, up to --until, on the node's clock.
+    messages = [item for item in messages if bounds.get('since', float('-inf')) <= boot + item[0] <= bounds.get('until', float('inf'))]
     if grep:
         messages = [item for item in messages if re.search(grep, item[1])]
     if lines_limit is not None:

@@ -219,6 +219,10 @@ def rank_facts(state, env, ngpus, local_rank):
     facts = {'host': state['host'], 'pid': os.getpid(), 'devices': [], 'error': None, 'warn': [],
              'busbw_per_rail': state['nccl']['busbw_gbs'], 'socket_busbw': state['nccl'].get('socket_busbw_gbs') or 2.0,
              'gdr': bool(state['nccl']['gdr']), 'version': state['nccl']['version'], 'model': state['gpus']['model']}
+    if state['gpus'].get('fabric_manager') == 'stopped':
+        # An NVSwitch board whose fabric manager is not running: CUDA cannot start (CUDA_ERROR_SYSTEM_NOT_READY).
+        facts['error'] = ('cuda', "'system not yet initialized'")
+        return facts
     if first + ngpus > len(gpus):
         facts['error'] = ('cuda', "'invalid device ordinal'")
         return facts

@@ -21,9 +21,12 @@ def _pci_devices(state):
     """Every PCI function lspci shows: bridges (from the upstream chains), NICs, GPUs."""
     devices = {}
 
-    def chain(bdf, max_gts, width, current_gts):
+    def chain(bdf, max_gts, width, current_gts, upstream=None):
         domain, bus = int(bdf[:4], 16), int(bdf[5:7], 16)
-        if bus >= 3:
+        if upstream:
+            # The chain hardware.py laid out (a GPU below its NIC's switch shares its root and upstream port).
+            ports = list(zip(upstream, ('root', 'up', 'down')[-len(upstream):] if len(upstream) < 3 else ('root', 'up', 'down')))
+        elif bus >= 3:
             ports = [('%04x:%02x:01.0' % (domain, bus - 3), 'root'), ('%04x:%02x:02.0' % (domain, bus - 2), 'up'),
                      ('%04x:%02x:03.0' % (domain, bus - 1), 'down')]
         else:
@@ -35,14 +38,15 @@ def _pci_devices(state):
 
     for nic in state['nics']:
         pcie = nic['pcie']
-        chain(nic['pci_address'], pcie.get('upstream_max_gts', pcie['lnkcap_gts']), pcie.get('upstream_width', 16), pcie['lnksta_gts'])
+        chain(nic['pci_address'], pcie.get('upstream_max_gts', pcie['lnkcap_gts']), pcie.get('upstream_width', 16), pcie['lnksta_gts'],
+              nic.get('upstream'))
         devices[nic['pci_address']] = {'bdf': nic['pci_address'], 'kind': 'nic', 'nic': nic, 'cap_gts': pcie['lnkcap_gts'],
                                        'width': pcie['lnkcap_width'], 'sta_gts': pcie['lnksta_gts'],
                                        'sta_width': pcie['lnksta_width']}
     gpus = state['gpus']
     gen_gts = {3: 8, 4: 16, 5: 32, 6: 64}.get(gpus['pcie_gen'], 32)
     for gpu in gpus['devices']:
-        chain(gpu['bus_id'], gen_gts, gpus['pcie_width'], gen_gts)
+        chain(gpu['bus_id'], gen_gts, gpus['pcie_width'], gen_gts, gpu.get('upstream'))
         devices[gpu['bus_id']] = {'bdf': gpu['bus_id'], 'kind': 'gpu', 'gpu': gpu, 'cap_gts': gen_gts, 'width': gpus['pcie_width'],
                                   'sta_gts': gen_gts, 'sta_width': gpus['pcie_width']}
     return [devices[key] for key in sorted(devices)]
@@ -124,6 +128,12 @@ def _lspci_verbose(state, dev, level, numeric):
         lines.append('\tCapabilities: [100 v1] Advanced Error Reporting')
         lines.append('\t\tUESta:\tDLP- SDES- TLP- FCP- CmpltTO- CmpltAbrt- UnxCmplt- RxOF- MalfTLP- ECRC- UnsupReq- ACSViol-')
         lines.append('\t\tCESta:\tRxErr- BadTLP- BadDLLP- Rollover- Timeout- AdvNonFatalErr-')
+        if kind in ('root', 'down'):
+            # Root and switch downstream ports carry ACS; with its redirection on, peer-to-peer traffic goes up to the root complex.
+            on = '+' if dev['bdf'] in (state.get('acs_redirect') or []) else '-'
+            lines.append('\tCapabilities: [148 v1] Access Control Services')
+            lines.append('\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-')
+            lines.append('\t\tACSCtl:\tSrcValid%s TransBlk- ReqRedir%s CmpltRedir%s UpstreamFwd%s EgressCtrl- DirectTrans-' % ((on,) * 4))
     driver = {'nic': 'mlx5_core', 'gpu': 'nvidia'}.get(kind, 'pcieport')
     lines.append('\tKernel driver in use: %s' % driver)
     if kind != 'root' and kind != 'up' and kind != 'down':

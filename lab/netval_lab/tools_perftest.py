@@ -19,8 +19,8 @@ import sys
 import time
 import uuid
 
-from netval_lab import fabric
-from netval_lab.tool_common import MIB, PERFTEST_PORT, ToolExit, node_dir, out
+from netval_lab import fabric, tools_cuda
+from netval_lab.tool_common import MIB, PERFTEST_PORT, node_dir, out
 
 
 # ============================================================================ perftest
@@ -33,7 +33,7 @@ PERFTEST_FLAGS_WITH_VALUE = {'-d', '--ib-dev', '-i', '--ib-port', '-x', '--gid-i
                              '-s', '--size', '-n', '--iters', '-q', '--qp', '-m', '--mtu', '-c', '--connection', '-S', '--sl',
                              '-I', '--inline_size', '-t', '--tx-depth', '-r', '--rx-depth', '-u', '--qp-timeout',
                              '--tclass', '-T', '--tos', '-Q', '--cq-mod', '-o', '--outs', '-l', '--post_list',
-                             '--out_json_file', '--output', '--use_cuda', '--source_ip', '-f', '--margin', '-O'}
+                             '--out_json_file', '--output', '--use_cuda', '--use_cuda_bus_id', '--source_ip', '-f', '--margin', '-O'}
 PERFTEST_FLAGS = {'-a', '--all', '-F', '--CPU-freq', '-b', '--bidirectional', '-R', '--rdma_cm', '--report_gbits',
                   '-e', '--events', '-z', '--com_rdma_cm', '--out_json', '--cpu_util', '-H', '--report-histogram',
                   '-U', '--report-unsorted', '--run_infinitely', '--use_cuda_dmabuf', '--use_data_direct',
@@ -84,6 +84,11 @@ def _perftest_error(lines, rc=1):
 
 
 def tool_perftest(state, tool, args):
+    if '--help' in args or '-h' in args:
+        # perftest prints its usage (with the CUDA options its build has) and exits 1, as Debian's 6.06 does.
+        sys.stdout.write(tools_cuda.help_text(state, tool))
+        return 1
+    gpu_request = tools_cuda.gpu_request(state, tool, args)
     opts, error = _perftest_args(tool, args)
     if error:
         return _perftest_error([error, ' Invalid Command or flag.', ' Please check command line and run again.', ''])
@@ -112,7 +117,7 @@ def tool_perftest(state, tool, args):
               'sweep': '-a' in opts['flags'] or '--all' in opts['flags'],
               'gbits': '--report_gbits' in opts['flags'], 'bidir': '-b' in opts['flags'] or '--bidirectional' in opts['flags'],
               'cuda': cuda, 'gid_index': _opt(opts, '-x', '--gid-index'), 'rdma_cm': '-R' in opts['flags'],
-              'tclass': _opt(opts, '--tclass', '-T', '--tos')}
+              'tclass': _opt(opts, '--tclass', '-T', '--tos'), 'gpu_request': gpu_request}
     if opts['host'] is None:
         return _perftest_server(state, nic, params, port)
     return _perftest_client(state, nic, params, opts['host'], port)
@@ -261,22 +266,10 @@ def _lat_rows(params, lat):
     return [header, row, '-' * 87]
 
 
-def _cuda_lines(state, params):
-    if params['cuda'] is None:
-        return []
-    devices = state['gpus']['devices']
-    index = int(params['cuda'])
-    if index >= len(devices):
-        raise ToolExit(1, 'initializing CUDA\nThere are %d devices supporting CUDA, picking first...\n'
-                          'cuDeviceGet() failed with error 101\n Couldn\'t init GPU context\n' % len(devices))
-    gpu = devices[index]
-    lines = ['initializing CUDA', 'Listing all CUDA devices in system:']
-    lines += ['CUDA device %d: PCIe address is %s' % (dev['index'], dev['bus_id'][5:].upper()) for dev in devices]
-    lines += ['', 'Picking device No. %d' % index,
-              '[pid = %d, dev = %d] device name = [%s]' % (os.getpid(), index, state['gpus']['model']),
-              'creating CUDA Ctx', 'making it the current CUDA Ctx', 'CUDA device integrated: 0',
-              'cuMemAlloc() of a %d bytes GPU buffer' % max(131072, params['size'] * 2),
-              'allocated GPU buffer address at 00007f%010x pointer=0x7f%010x' % (gpu['slot'] << 24, gpu['slot'] << 24)]
+def _cuda_lines(state, nic, params):
+    """What perftest prints while it sets its GPU buffer up (tools_cuda), and the share of the NIC's GPUDirect bandwidth it gets."""
+    lines, params['gdr_factor'] = tools_cuda.gpu_setup(state, nic, params['gpu_request'], params['size'])
+    params['cuda'] = True if params['gpu_request'] else None
     return lines
 
 
@@ -308,7 +301,7 @@ def _perftest_server(state, nic, params, port):
     except OSError:
         return _perftest_error(["Couldn't listen to port %d" % port, ' Unable to open file descriptor for socket connection',
                                 ' Unable to init the socket connection'])
-    cuda = _cuda_lines(state, params)
+    cuda = _cuda_lines(state, nic, params)
     out('\n'.join(WAITING))
     sys.stdout.flush()
     listener.settimeout(wait)
@@ -370,7 +363,8 @@ def _open_session(nic, local_address, label, params, session_id):
     handshake left through (the ideal site's one cable per node and peer).
     """
     rail = _rail(nic)[1] or fabric.rail_of(local_address)
-    session = {'hca': (fabric.hca_capacity_bytes(nic, params['cuda'] is not None), fabric.Ledger(node_dir(), nic['name'])),
+    capacity = fabric.hca_capacity_bytes(nic, params['cuda'] is not None) * params.get('gdr_factor', 1.0)
+    session = {'hca': (capacity, fabric.Ledger(node_dir(), nic['name'])),
                'rail': (fabric.rail_rate_bytes(rail), fabric.Ledger(node_dir(), 'rail-%s' % (rail or 'unknown')))}
     for capacity, ledger in session.values():
         ledger.open(label, session_id, capacity)
@@ -413,7 +407,7 @@ def _device(nic):
 
 def _perftest_client(state, nic, params, host, port):
     """The client end: both ends' HCAs, the rail and the sessions sharing either HCA decide what it prints (fabric.py)."""
-    cuda = _cuda_lines(state, params)
+    cuda = _cuda_lines(state, nic, params)
     try:
         sock = socket.create_connection((host, port), timeout=float(os.environ.get('NETVAL_LAB_PERFTEST_CONNECT', '5')))
     except OSError:

@@ -62,6 +62,7 @@ options:
         key: path
 notes:
   - Times come from the controller's clock (Python's C(time.time)), not the hosts'.
+  - C(controller) names the C(ansible-playbook) process, its ansible-core and Python, and its C(forks) (the run's worker limit).
   - A host's records are in the order its tasks started; hosts interleave under P(ansible.builtin.free#strategy).
 '''
 
@@ -85,6 +86,7 @@ import sys
 import time
 
 from ansible import __version__ as ANSIBLE_VERSION
+from ansible import context
 from ansible.module_utils.common.text.converters import to_text
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
@@ -161,7 +163,8 @@ class CallbackModule(CallbackBase):
             'playbooks': self._playbooks,
             'playbook_start': self._playbook_start if self._playbook_start is not None else end,
             'playbook_end': end,
-            'controller': {'pid': os.getpid(), 'ansible_version': ANSIBLE_VERSION, 'python': platform.python_version()},
+            'controller': {'pid': os.getpid(), 'ansible_version': ANSIBLE_VERSION, 'python': platform.python_version(),
+                           'forks': context.CLIARGS.get('forks')},
             'peak_rss_mib': peak_rss_mib(),
             'loop_timing': 'per task',
             'records': records,

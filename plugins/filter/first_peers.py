@@ -16,7 +16,7 @@ author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
   _input:
-    description: The healthy peers in preference order (P(gpufleet.netval.healthy_peers#filter)).
+    description: The healthy peers in preference order (the run record's C(healthy_peers)).
     type: list
     elements: str
     required: true

@@ -10,7 +10,10 @@ name: link_flap_findings
 short_description: Findings for link flaps and PCIe AER errors seen in the kernel log during validation
 version_added: 0.1.0
 description:
-  - A port that goes down and up during validation is a reject on its own; corrected AER errors are marginal, uncorrected ones reject.
+  - A port that goes down and up during validation is a reject on its own; corrected AER errors are marginal, uncorrected ones reject;
+    a fatal GPU Xid during validation is a reject, an application's Xid information.
+  - With O(since_epoch) (the window's start read on the node), events whose journal time is before it never count, whatever the
+    node's time zone.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -18,17 +21,20 @@ options:
     description: A gpu_info result read with C(kernel_log=true) since the tests began.
     type: dict
     required: true
+  since_epoch:
+    description: The start of the test window on the node's clock, in seconds since the epoch.
+    type: int
 '''
 
 EXAMPLES = r'''
 - name: Link events during the tests
   ansible.builtin.set_fact:
-    flaps: "{{ kernel_since_start | gpufleet.netval.link_flap_findings }}"
+    flaps: "{{ kernel_since_start | gpufleet.netval.link_flap_findings(netval_run.tests_started) }}"
 '''
 
 RETURN = r'''
 _value:
-  description: Findings with C(check) link_flap or pcie_aer.
+  description: Findings with C(check) link_flap, pcie_aer or gpu_xid.
   type: list
   elements: dict
 '''

@@ -13,13 +13,15 @@ description:
   - validate.yml keeps one fact per node, C(netval_run), the record of its run, and moves it on with this filter; the
     transitions and the record are module_utils/policy/node_run.py's, pure functions with table tests.
   - Transitions return the next record - C(new) (from nothing; O(args) C(node), C(tier), C(run)), C(place) (C(slot),
-    C(candidates)), C(check_peers) (C(health_results)), C(after_preflight) (C(blocking), C(check_mode), C(started),
+    C(candidates)), C(check_peers) (C(qualification), the peers graded by P(gpufleet.netval.qualify_peers#filter)),
+    C(after_preflight) (C(blocking), C(check_mode), C(started),
     C(plan_seconds)), C(start_pass) (C(kind) peer, retest or local, C(peer), C(lease), C(retest_tests)), C(finish_pass)
     (C(outputs) - the tier_tests role's measurements, expected, findings, nccl_transport, peer_lost), C(read_kernel)
     (C(kernel_result)), C(break_run) (C(where), C(why), C(outputs)), C(keep_first_verdict) (C(verdict)), C(suspect)
-    (C(verdict)).
+    (C(verdict)), C(queued) (C(waited_s), after a try for a peer that took none; the node queues again).
   - Queries return an answer - C(verdict_inputs) (what the verdict grades, merged from the passes), C(peers_left) (the
-    healthy peers not taken yet), C(timeline) (every pass against a peer with its lease).
+    healthy peers not taken yet), C(timeline) (every pass against a peer with its lease), C(lease_try) (C(first_s),
+    C(growth), C(total_s); how long the next try for a peer may wait, and whether it is the last).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:

@@ -1,32 +1,78 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet.netval contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Exclusive use of known-good peers: one lease file per peer on the controller.
+"""Exclusive use of known-good peers: one lease per peer, held by a run and renewed while it tests.
 
-A known-good peer's HCAs carry one node's tests at a time; two nodes measured
-against one peer at once each see part of its bandwidth.  A node takes a
-lease on a peer before its peer tests and gives it back after, whatever
-happened.  A lease is a file created with O_EXCL (atomic on a local file
-system) holding who took it: the node, the run, and the controller process
-that runs the play (pid plus its start time, so a recycled pid is never taken
-for a live holder).  A lease whose holder process is gone, or whose expiry
-has passed, is stale and is taken over.  No Ansible import.
+A known-good peer's HCAs carry one node's tests at a time; two nodes measured against one peer at once each see part of
+its bandwidth.  A node takes a lease on a peer before its peer tests and gives it back after, whatever happened.
+
+A lease names the peer, the node and the run that holds it (``run``: an id unique to one ansible-playbook run) and a
+renewal deadline.  While the run lives, its renewer (lease_renewer.py, one process per run on its controller) moves
+the deadline of every lease the run holds; a lease whose deadline has passed has lapsed and is taken over, a live one
+never.  Nothing of the holder is a process id, so a lease means the same on one controller, on a volume that AWX job
+containers share (each with its own PID namespace) and in a shared Redis.
+
+Where the leases live (one interface: read, take, renew, give_back, held_by):
+
+* ``FolderLeases``, the embedded default: one JSON file per peer in the lease folder, every change made under that
+  peer's ``flock`` and written by rename (a reader never sees half a lease); deadlines on this machine's clock;
+* ``lease_redis.RedisLeases``: one key per peer in a Redis every controller reaches, set only if absent and expiring
+  at the deadline on the server's clock, compared and changed in one server-side script (``backend`` redis://...).
+
+The records of a run (suspects, peers lost mid-run, promoted nodes) stay in the lease folder whatever the backend: a
+run lives on one controller.  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import fcntl
 import json
 import os
 import re
 import time
 
 _SAFE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,127}')
+# A lease file that cannot be read as JSON is being written or was left half-written by a killed writer (the folder
+# backend writes by rename, so only another tool can leave one): it counts as held until this long after its mtime.
+_UNREADABLE_HOLD_S = 60.0
 
 
 class LeaseError(Exception):
-    """The lease folder or a lease file cannot be used; the message says which and why."""
+    """The lease folder, a lease or the shared backend cannot be used; the message says which and why."""
+
+
+def check_name(what, name):
+    """``name`` (a peer, node or run) as it may name a file or a key, or LeaseError."""
+    if not isinstance(name, str) or not _SAFE.fullmatch(name):
+        raise LeaseError('%s %r cannot name a lease (letters, digits, ".", "_" and "-" only)' % (what, name))
+    return name
+
+
+def same_holder(lease, holder):
+    """Whether ``lease`` is held by ``holder`` ({node, run})."""
+    return bool(lease) and lease.get('node') == holder.get('node') and lease.get('run') == holder.get('run')
+
+
+def lapsed(lease, now=None, proc='/proc'):
+    """Whether ``lease`` no longer protects anyone: none, or its renewal deadline has passed (a lease an earlier version
+    wrote has its ``expires`` instead, and lapses as that version decided, also when its playbook process - pid and start
+    time on this controller - is gone: a killed run's lease would otherwise hold its peer for two hours after an upgrade;
+    one with neither was not written by a holder and protects no one)."""
+    if lease is None:
+        return True
+    if 'deadline' not in lease and lease.get('controller_pid') is not None and lease.get('controller_start') is not None:
+        if process_start_time(lease['controller_pid'], proc) != lease['controller_start']:
+            return True
+    deadline = lease.get('deadline', lease.get('expires'))
+    return deadline is None or (time.time() if now is None else now) > float(deadline)
+
+
+def new_lease(peer, holder, ttl, now, acquired=None):
+    """The lease record ``holder`` writes on ``peer``: who, since when, and until when without a renewal."""
+    return dict(holder, peer=peer, acquired=now if acquired is None else acquired, renewed=now, ttl=float(ttl),
+                deadline=now + float(ttl))
 
 
 def _create_once(path, record, what, make_folder=False):
@@ -49,6 +95,143 @@ def _create_once(path, record, what, make_folder=False):
     return True
 
 
+def make_folder(folder):
+    if not os.path.isdir(folder):
+        try:
+            os.makedirs(folder, 0o755)
+        except OSError as exc:
+            if not os.path.isdir(folder):
+                raise LeaseError('cannot create the lease folder %s: %s' % (folder, exc))
+
+
+class FolderLeases(object):
+    """The leases as one file per peer in ``folder`` (``<peer>.lease``), each change under ``<peer>.lock``'s flock.
+
+    The folder may be shared by controllers (a volume AWX job containers mount) when its file system honours flock
+    between them (local, NFSv4, CephFS) and their clocks agree to well within a lease's ttl.
+    """
+
+    kind = 'folder'
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def describe(self):
+        return 'the lease folder %s' % self.folder
+
+    def _path(self, peer, suffix='.lease'):
+        return os.path.join(self.folder, '%s%s' % (check_name('peer name', peer), suffix))
+
+    def _locked(self, peer):
+        """An open lock file of ``peer``, flock'ed exclusively; close it to unlock."""
+        make_folder(self.folder)
+        path = self._path(peer, '.lock')
+        try:
+            handle = open(path, 'a')
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except (IOError, OSError) as exc:
+            raise LeaseError('cannot lock %s: %s' % (path, exc))
+        return handle
+
+    def read(self, peer, now=None):
+        """The lease on ``peer`` as a dict, or None when there is none."""
+        path = self._path(peer)
+        try:
+            with open(path, 'r') as handle:
+                return json.load(handle)
+        except (IOError, OSError) as exc:
+            if exc.errno == errno.ENOENT:
+                return None
+            raise LeaseError('cannot read the lease %s: %s' % (path, exc))
+        except ValueError:
+            try:
+                return {'holder': None, 'deadline': os.path.getmtime(path) + _UNREADABLE_HOLD_S}
+            except OSError:
+                return None
+
+    def _write(self, peer, record):
+        path = self._path(peer)
+        temporary = '%s.%d.tmp' % (path, os.getpid())
+        try:
+            with open(temporary, 'w') as handle:
+                json.dump(record, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.rename(temporary, path)
+        except (IOError, OSError) as exc:
+            raise LeaseError('cannot write the lease %s: %s' % (path, exc))
+
+    def take(self, peer, holder, ttl, now=None):
+        """The lease on ``peer`` for ``holder`` when it is free, lapsed or already ``holder``'s (then renewed); else None."""
+        now = time.time() if now is None else now
+        lock = self._locked(peer)
+        try:
+            current = self.read(peer, now)
+            mine = same_holder(current, holder)
+            if current is not None and not mine and not lapsed(current, now):
+                return None
+            lease = new_lease(peer, holder, ttl, now, current.get('acquired') if mine else None)
+            self._write(peer, lease)
+            return lease
+        finally:
+            lock.close()
+
+    def renew(self, peer, holder, ttl, now=None):
+        """Move the deadline of ``holder``'s lease on ``peer`` to ``ttl`` seconds from now; False when it is not (or no
+        longer) ``holder``'s."""
+        now = time.time() if now is None else now
+        lock = self._locked(peer)
+        try:
+            current = self.read(peer, now)
+            if not same_holder(current, holder):
+                return False
+            self._write(peer, dict(current, renewed=now, ttl=float(ttl), deadline=now + float(ttl)))
+            return True
+        finally:
+            lock.close()
+
+    def give_back(self, peer, holder):
+        """Remove ``holder``'s lease on ``peer``; False when it is not ``holder``'s."""
+        lock = self._locked(peer)
+        try:
+            if not same_holder(self.read(peer), holder):
+                return False
+            try:
+                os.unlink(self._path(peer))
+            except OSError as exc:
+                if exc.errno == errno.ENOENT:
+                    return False
+                raise LeaseError('cannot remove the lease on %s: %s' % (peer, exc))
+            return True
+        finally:
+            lock.close()
+
+    def held_by(self, run):
+        """The leases ``run`` holds now."""
+        try:
+            names = sorted(os.listdir(self.folder))
+        except OSError:
+            return []
+        found = []
+        for name in names:
+            if name.endswith('.lease') and _SAFE.fullmatch(name[:-len('.lease')]):
+                lease = self.read(name[:-len('.lease')])
+                if lease and lease.get('run') == run:
+                    found.append(lease)
+        return found
+
+    def close(self):
+        """Nothing to close (the Redis backend keeps a connection)."""
+
+
+def leases_for(folder, backend=''):
+    """Where the leases live: ``backend`` '' for the lease folder, ``redis://...`` or ``rediss://...`` for a shared Redis."""
+    if not backend:
+        return FolderLeases(folder)
+    from ansible_collections.gpufleet.netval.plugins.module_utils import lease_redis
+    return lease_redis.RedisLeases(backend)
+
+
 def process_start_time(pid, proc='/proc'):
     """Field 22 of /proc/PID/stat (clock ticks since boot), or None when the process does not exist."""
     try:
@@ -64,13 +247,27 @@ def process_start_time(pid, proc='/proc'):
         return None
 
 
+def _runs(proc, pid, name):
+    """Whether process ``pid``'s command line names ``name`` (in its first two words)."""
+    try:
+        with open(os.path.join(proc, str(pid), 'cmdline'), 'rb') as handle:
+            return any(name.encode() in part for part in handle.read().split(b'\0')[:2])
+    except (IOError, OSError):
+        return False
+
+
 def controller_process(proc='/proc', name='ansible-playbook'):
-    """(pid, start time) of the outermost ancestor running ``name``, else of our parent: the holder a lease records.
+    """(pid, start time) of the outermost ancestor running ``name``, else of our parent: the process whose life the
+    run's renewer follows (it stops renewing when the run's ansible-playbook is gone, and the leases lapse).
 
     The outermost one: Ansible's per-task worker processes are forks of the playbook process and carry its command
-    line, but they end with their task, while the lease must live as long as the run.
+    line, but they end with their task, while the renewals must go on as long as the run.  A worker whose playbook process
+    was killed has init (pid 1) as its parent: a renewer that followed init would renew for ever, so that is refused.
     """
     pid = os.getppid()
+    if pid == 1 and not _runs(proc, 1, name):
+        raise LeaseError('the playbook process that started this task is gone (this process now belongs to pid 1): '
+                         'no lease is taken for a run that has ended')
     found = (pid, process_start_time(pid, proc))
     for _depth in range(64):
         try:
@@ -89,75 +286,20 @@ def controller_process(proc='/proc', name='ansible-playbook'):
     return found
 
 
-def _path(folder, peer):
-    if not isinstance(peer, str) or not _SAFE.fullmatch(peer):
-        raise LeaseError('peer name %r cannot name a lease file (letters, digits, ".", "_" and "-" only)' % (peer,))
-    return os.path.join(folder, '%s.lease' % peer)
-
-
-def read(folder, peer):
-    """The lease on ``peer`` as a dict, or None when there is none."""
-    path = _path(folder, peer)
-    try:
-        with open(path, 'r') as handle:
-            return json.load(handle)
-    except (IOError, OSError) as exc:
-        if exc.errno == errno.ENOENT:
-            return None
-        raise LeaseError('cannot read the lease %s: %s' % (path, exc))
-    except ValueError:
-        # A lease being written, or left half-written by a killed process: treat it as held, it will expire.
-        return {'holder': None, 'expires': os.path.getmtime(path) + 60}
-
-
-def stale(lease, now=None, proc='/proc'):
-    """Whether a lease no longer protects anyone: expired, or its holder process is gone (pid and start time)."""
-    now = time.time() if now is None else now
-    if lease is None:
-        return True
-    if lease.get('expires') is not None and now > float(lease['expires']):
-        return True
-    pid, started = lease.get('controller_pid'), lease.get('controller_start')
-    if pid is not None and started is not None and process_start_time(pid, proc) != started:
-        return True
-    return False
-
-
-def try_acquire(folder, peer, holder, ttl, now=None, proc='/proc'):
-    """Take the lease on ``peer`` for ``holder`` ({node, run}) when it is free or stale.  Returns the lease or None."""
-    now = time.time() if now is None else now
-    path = _path(folder, peer)
-    current = read(folder, peer)
-    if current is not None:
-        if current.get('node') == holder.get('node') and current.get('run') == holder.get('run'):
-            return current
-        if not stale(current, now, proc):
-            return None
-        # Take over a stale lease: move it aside atomically, so two takers cannot both remove it.
-        aside = '%s.stale.%d.%d' % (path, os.getpid(), int(now * 1000))
-        try:
-            os.rename(path, aside)
-        except OSError:
-            return None
-        os.unlink(aside)
-    pid, started = controller_process(proc)
-    lease = dict(holder, peer=peer, acquired=now, expires=now + float(ttl), controller_pid=pid, controller_start=started)
-    return lease if _create_once(path, lease, 'create the lease %s' % path) else None
+def _run_dir(folder, kind, run):
+    if not isinstance(run, str) or not _SAFE.fullmatch(run):
+        raise LeaseError('run %r cannot name a folder (letters, digits, ".", "_" and "-" only)' % (run,))
+    return os.path.join(folder, kind, run)
 
 
 def _suspect_dir(folder, peer, run):
-    _path(folder, peer)
-    if not isinstance(run, str) or not _SAFE.fullmatch(run):
-        raise LeaseError('run %r cannot name a folder (letters, digits, ".", "_" and "-" only)' % (run,))
-    return os.path.join(folder, 'suspects', run, peer)
+    return os.path.join(_run_dir(folder, 'suspects', run), check_name('peer name', peer))
 
 
 def suspect(folder, peer, run, node, figures):
     """Record that ``node`` failed against ``peer`` and passed against another in ``run`` (once per node; atomic)."""
     target = _suspect_dir(folder, peer, run)
-    if not isinstance(node, str) or not _SAFE.fullmatch(node):
-        raise LeaseError('node %r cannot name a file' % (node,))
-    _create_once(os.path.join(target, '%s.json' % node), {'node': node, 'peer': peer, 'run': run, 'figures': figures},
+    _create_once(os.path.join(target, '%s.json' % check_name('node', node)), {'node': node, 'peer': peer, 'run': run, 'figures': figures},
                  'record the suspicion of %s' % peer, make_folder=True)
     return suspicions(folder, peer, run)
 
@@ -171,19 +313,54 @@ def suspicions(folder, peer, run):
     return sorted(name[:-5] for name in names if name.endswith('.json'))
 
 
+# The key of a suspicion's figures that name no peer HCA (iperf3, ping, every NIC at once): the peer's path as a whole.
+WHOLE_PEER = 'the peer\'s link'
+
+
+def suspected_hcas(folder, peer, run):
+    """{peer HCA: [nodes that failed on it and passed on another peer]} from the suspicion records of ``peer`` in ``run``."""
+    found = {}
+    for node in suspicions(folder, peer, run):
+        try:
+            with open(os.path.join(_suspect_dir(folder, peer, run), '%s.json' % node), encoding='utf-8') as handle:
+                record = json.load(handle)
+        except (IOError, OSError, ValueError):
+            record = {}
+        figures = record.get('figures') if isinstance(record, dict) and isinstance(record.get('figures'), list) else []
+        for hca in sorted(set(str(f.get('peer_device') or WHOLE_PEER) for f in figures if isinstance(f, dict))) or [WHOLE_PEER]:
+            found.setdefault(hca, [])
+            if node not in found[hca]:
+                found[hca].append(node)
+    return found
+
+
 def excluded(folder, peers, run, limit):
-    """{peer: [nodes that suspect it]} for the peers suspected by ``limit`` or more nodes of ``run`` (none when limit is 0)."""
+    """{peer: [nodes]} for the peers one of whose HCAs ``limit`` or more different nodes of ``run`` failed on and passed
+    elsewhere (none when limit is 0).  Nodes that failed on different HCAs of a peer point at those nodes, not the peer."""
     if not limit or not run:
         return {}
-    found = dict((peer, suspicions(folder, peer, run)) for peer in peers)
-    return dict((peer, nodes) for peer, nodes in found.items() if len(nodes) >= limit)
+    out = {}
+    for peer in peers:
+        for hca, nodes in sorted(suspected_hcas(folder, peer, run).items()):
+            if len(nodes) >= limit:
+                out[peer] = sorted(set(out.get(peer, [])) | set(nodes))
+    return out
+
+
+def left_pool(folder, peers, run, limit):
+    """(suspected out, lost) of ``peers`` in ``run``: suspicion never takes the last peer still there (one that did not go
+    away): with every such peer suspected, the least suspected of them (first in preference order) stays."""
+    out = excluded(folder, peers, run, limit)
+    gone = lost(folder, peers, run)
+    standing = [peer for peer in peers if peer not in gone]
+    if standing and all(peer in out for peer in standing):
+        keep = min(standing, key=lambda peer: (len(out[peer]), standing.index(peer)))
+        out = dict((peer, nodes) for peer, nodes in out.items() if peer != keep)
+    return out, gone
 
 
 def _lost_path(folder, peer, run):
-    _path(folder, peer)
-    if not isinstance(run, str) or not _SAFE.fullmatch(run):
-        raise LeaseError('run %r cannot name a folder (letters, digits, ".", "_" and "-" only)' % (run,))
-    return os.path.join(folder, 'lost', run, '%s.json' % peer)
+    return os.path.join(_run_dir(folder, 'lost', run), '%s.json' % check_name('peer name', peer))
 
 
 def mark_lost(folder, peer, run, node, step, detail):
@@ -213,18 +390,10 @@ def lost(folder, peers, run):
     return found
 
 
-def _promoted_dir(folder, run):
-    if not isinstance(run, str) or not _SAFE.fullmatch(run):
-        raise LeaseError('run %r cannot name a folder (letters, digits, ".", "_" and "-" only)' % (run,))
-    return os.path.join(folder, 'promoted', run)
-
-
 def promote(folder, run, node, validated_by):
     """Record that ``node``, accepted in ``run`` with every test healthy against ``validated_by``, may serve the run's
     later nodes as a peer (netval_promote_accepted).  The first record stands (atomic, O_EXCL); returns it."""
-    if not isinstance(node, str) or not _SAFE.fullmatch(node):
-        raise LeaseError('node %r cannot name a file' % (node,))
-    path = os.path.join(_promoted_dir(folder, run), '%s.json' % node)
+    path = os.path.join(_run_dir(folder, 'promoted', run), '%s.json' % check_name('node', node))
     record = {'node': node, 'run': run, 'validated_by': validated_by, 'at': time.time()}
     if _create_once(path, record, 'record that %s may serve as a peer' % node, make_folder=True):
         return record
@@ -235,8 +404,9 @@ def promoted(folder, run):
     """The nodes promoted to peers in ``run`` (see promote): their records, in the order they were promoted."""
     if not run:
         return []
+    folder = _run_dir(folder, 'promoted', run)
     try:
-        names = sorted(os.listdir(_promoted_dir(folder, run)))
+        names = sorted(os.listdir(folder))
     except OSError:
         return []
     found = []
@@ -244,7 +414,7 @@ def promoted(folder, run):
         if not name.endswith('.json'):
             continue
         try:
-            with open(os.path.join(_promoted_dir(folder, run), name), 'r') as handle:
+            with open(os.path.join(folder, name), 'r') as handle:
                 record = json.load(handle)
         except (IOError, OSError, ValueError):
             continue
@@ -262,47 +432,29 @@ def pool(folder, peers, holder, grow=False):
     return found
 
 
-def acquire(folder, peers, holder, ttl, wait, poll=0.5, proc='/proc', clock=time.time, sleep=time.sleep, suspect_limit=0,
-            grow=False):
-    """The first of ``peers`` (in preference order) whose lease ``holder`` gets, waiting up to ``wait`` seconds.
+def acquire(leases, folder, peers, holder, ttl, wait, poll=0.2, clock=time.time, sleep=time.sleep, suspect_limit=0, grow=False):
+    """The first of ``peers`` (in preference order) whose lease ``holder`` takes in ``leases``, trying for up to ``wait``
+    seconds; ``folder`` holds the run's records.
 
-    A peer that ``suspect_limit`` or more nodes of the holder's run suspect, or that went away mid-run (mark_lost), has left
-    the pool and is never taken.  With ``grow`` the pool also holds the nodes the run promotes while the holder waits
-    (pool).  Returns (lease, waited_seconds); lease is None when every peer stayed busy for the whole wait, or all left
-    the pool.
+    A peer one of whose HCAs ``suspect_limit`` or more nodes of the holder's run failed on (left_pool: never the last peer
+    there), or that went away mid-run (mark_lost), has left the pool and is never taken.  With ``grow`` the pool also holds
+    the nodes the run promotes while the holder waits (pool).  Returns (lease, waited_seconds); lease is None when every peer
+    stayed busy for the whole wait, or all left the pool.
     """
-    if not os.path.isdir(folder):
-        try:
-            os.makedirs(folder, 0o755)
-        except OSError as exc:
-            if not os.path.isdir(folder):
-                raise LeaseError('cannot create the lease folder %s: %s' % (folder, exc))
+    make_folder(folder)
     started = clock()
     while True:
         candidates = pool(folder, peers, holder, grow)
-        out = set(excluded(folder, candidates, holder.get('run'), suspect_limit)) | set(lost(folder, candidates, holder.get('run')))
+        suspected, gone = left_pool(folder, candidates, holder.get('run'), suspect_limit)
+        out = set(suspected) | set(gone)
         if len(out) == len(set(candidates)):
             return None, clock() - started
         for peer in candidates:
             if peer in out:
                 continue
-            lease = try_acquire(folder, peer, holder, ttl, clock(), proc)
+            lease = leases.take(peer, holder, ttl, clock())
             if lease is not None:
                 return lease, clock() - started
         if clock() - started >= wait:
             return None, clock() - started
-        sleep(poll)
-
-
-def release(folder, peer, holder):
-    """Give back the lease on ``peer`` if ``holder`` holds it.  Returns True when a lease was removed."""
-    current = read(folder, peer)
-    if current is None or current.get('node') != holder.get('node') or current.get('run') != holder.get('run'):
-        return False
-    try:
-        os.unlink(_path(folder, peer))
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            return False
-        raise LeaseError('cannot remove the lease on %s: %s' % (peer, exc))
-    return True
+        sleep(max(0.01, min(poll, wait - (clock() - started))))

@@ -13,9 +13,7 @@ failure, in the one failure shape of the collection.  No Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-
-from ansible_collections.gpufleet.netval.plugins.module_utils import lease, validate
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease, lease_redis, validate
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
 from ansible_collections.gpufleet.netval.plugins.module_utils.runner import hostname
 
@@ -27,7 +25,9 @@ ARGUMENT_SPEC = dict(
     node=dict(type='str', required=True),
     run=dict(type='str', required=True),
     lease_dir=dict(type='path', required=True),
-    ttl=dict(type='int', default=3600),
+    # A redis:// URL may carry a password.
+    backend=dict(type='str', default='', no_log=True),
+    ttl=dict(type='int', default=120),
     wait=dict(type='int', default=86400),
     suspect_limit=dict(type='int', default=2),
     figures=dict(type='list', elements='dict', default=[]),
@@ -52,6 +52,8 @@ def problems(params):
         found.append('lease_dir must be an absolute path, got %r' % params['lease_dir'])
     if not params['peers']:
         found.append('peers must name at least one peer')
+    if params['backend'] and not params['backend'].startswith(('redis://', 'rediss://')):
+        found.append("backend must be '' (the lease folder) or a redis:// or rediss:// URL, got %r" % lease_redis.redacted(params['backend']))
     return found
 
 
@@ -74,7 +76,9 @@ def _record(params, check_mode):
         if check_mode:
             return _done(peer, changed=False, suspected_by=[], left_pool=False)
         nodes = lease.suspect(folder, peer, run, node, params['figures'])
-        return _done(peer, suspected_by=nodes, left_pool=bool(params['suspect_limit']) and len(nodes) >= params['suspect_limit'])
+        # It leaves only when one of its HCAs failed against several nodes, and never as the last peer standing.
+        out, _gone = lease.left_pool(folder, params['peers'] or [peer], run, params['suspect_limit'])
+        return _done(peer, suspected_by=nodes, left_pool=peer in out)
     if state == 'lost':
         if check_mode:
             return _done(peer, changed=False, lost=[])
@@ -86,46 +90,60 @@ def _record(params, check_mode):
         return _done(peer, promoted=lease.promoted(folder, run))
     if check_mode:
         return _done(peer, changed=False)
-    removed = lease.release(folder, peer, {'node': node, 'run': run})
+    leases = lease.leases_for(folder, params['backend'])
+    try:
+        removed = leases.give_back(peer, {'node': node, 'run': run})
+    finally:
+        leases.close()
     return _done(peer, changed=removed, released=removed)
 
 
-def _acquire(params, check_mode):
+def _acquire(params, check_mode, keep_alive):
     peers, folder = params['peers'], params['lease_dir']
     holder = {'node': params['node'], 'run': params['run']}
-    if check_mode:
-        free = [p for p in peers if lease.stale(lease.read(folder, p))] if os.path.isdir(folder) else peers
-        return _done((free or [None])[0], changed=False)
-    taken, waited = lease.acquire(folder, peers, holder, params['ttl'], params['wait'],
-                                  suspect_limit=params['suspect_limit'], grow=params['grow'])
+    leases = lease.leases_for(folder, params['backend'])
+    try:
+        if check_mode:
+            free = [p for p in peers if lease.lapsed(leases.read(p))]
+            return _done((free or [None])[0], changed=False)
+        taken, waited = lease.acquire(leases, folder, peers, holder, params['ttl'], params['wait'],
+                                      suspect_limit=params['suspect_limit'], grow=params['grow'])
+    finally:
+        leases.close()
+    if taken is not None and keep_alive is not None:
+        keep_alive(folder, params['backend'], params['run'], params['ttl'])
     # What left the pool: of the known-good peers and of the nodes promoted meanwhile.
     pool = lease.pool(folder, peers, holder, params['grow'])
-    out = lease.excluded(folder, pool, params['run'], params['suspect_limit'])
-    gone = lease.lost(folder, pool, params['run'])
+    out, gone = lease.left_pool(folder, pool, params['run'], params['suspect_limit'])
     left = [{'peer': peer, 'suspected_by': nodes} for peer, nodes in sorted(out.items())]
     gone_list = [gone[peer] for peer in sorted(gone)]
     waited = round(waited, 3)
-    if taken is None and len(set(out) | set(gone)) == len(set(pool)):
+    in_pool = len(set(pool) - set(out) - set(gone))
+    if taken is None and not in_pool:
         reasons = ['%s (suspected by %s)' % (e['peer'], ', '.join(e['suspected_by'])) for e in left]
         reasons += ['%s (went away while %s was tested on it)' % (e['peer'], e.get('node')) for e in gone_list if e['peer'] not in out]
         return _failed('%s: every known-good peer of node %s left the pool this run: %s' % (hostname(), params['node'], '; '.join(reasons)),
-                       'peer_busy', waited_s=waited, excluded=left, lost=gone_list)
+                       'peer_busy', waited_s=waited, excluded=left, lost=gone_list, in_pool=0)
     if taken is None:
         return _failed('%s: no known-good peer of %s became free for node %s within %d s'
                        % (hostname(), ', '.join(pool), params['node'], params['wait']),
-                       'peer_busy', waited_s=waited, excluded=left, lost=gone_list)
-    return _done(taken['peer'], waited_s=waited, acquired_at=taken['acquired'], excluded=left, lost=gone_list,
-                 promoted_peer=taken['peer'] not in peers)
+                       'peer_busy', waited_s=waited, excluded=left, lost=gone_list, in_pool=in_pool)
+    return _done(taken['peer'], waited_s=waited, acquired_at=taken['acquired'], deadline=taken['deadline'], excluded=left,
+                 lost=gone_list, promoted_peer=taken['peer'] not in peers, in_pool=in_pool)
 
 
-def run(params, check_mode=False):
-    """The result of one peer_lease task with ``params`` (already through ARGUMENT_SPEC): a dict, ``failed`` on failure."""
+def run(params, check_mode=False, keep_alive=None):
+    """The result of one peer_lease task with ``params`` (already through ARGUMENT_SPEC): a dict, ``failed`` on failure.
+
+    ``keep_alive(folder, backend, run, ttl)``, when given, is called after a lease was taken: the action plugin starts
+    the run's renewer with it (lease_renewer.ensure); without it a lease lives ``ttl`` seconds.
+    """
     found = problems(params)
     if found:
         return validate.invalid_result('peer_lease', found)
     try:
         if params['state'] == 'acquired':
-            return _acquire(params, check_mode)
+            return _acquire(params, check_mode, keep_alive)
         return _record(params, check_mode)
     except lease.LeaseError as exc:
         return _failed('%s: peer_lease for node %s: %s' % (hostname(), params['node'], exc), 'lease_error')

@@ -209,11 +209,12 @@ class ToolRunner(object):
                 return tool
         return None
 
-    def run(self, tool, args, timeout=None, ok_rcs=(0,), check=True, data=None):
+    def run(self, tool, args, timeout=None, ok_rcs=(0,), check=True, data=None, environ=None):
         """Run ``tool`` with ``args`` (a list).  Returns a CommandResult.
 
         With ``check`` (the default) an rc outside ``ok_rcs`` or a timeout
         fails the module with a message naming host, command, rc and stderr.
+        ``environ``: variables set in the command's own environment (never in this process's).
         """
         if isinstance(args, (str, bytes)):
             raise TypeError('args must be a list, not a string')
@@ -224,7 +225,7 @@ class ToolRunner(object):
         if timeout:
             timeout_bin = self.find('timeout')
             run_argv = [timeout_bin, '--kill-after=5', str(int(timeout))] + argv
-        rc, out, err = capture(run_argv, environ_update=dict(C_LOCALE), data=data)
+        rc, out, err = capture(run_argv, environ_update=dict(environ or {}, **C_LOCALE), data=data)
         timed_out = bool(timeout) and rc in TIMEOUT_RCS
         result = CommandResult(argv, rc, out, err, timed_out=timed_out)
         if check and (timed_out or rc not in ok_rcs):

@@ -18,6 +18,9 @@ description:
     which is what GPUDirect RDMA tests (C(--use_cuda=<gpu>)) need.
   - With O(kernel_log), reads C(journalctl -k -o short-iso --no-pager) (or C(dmesg) when journalctl is absent, fails or has no journal)
     and returns NVIDIA Xid events, GPUs fallen off the bus, thermal events, NIC link events and PCIe AER errors.
+  - With O(gdr), reads what GPUDirect RDMA can run on here, the loaded NVIDIA kernel module (C(/proc/driver/nvidia/version); the open
+    GPU kernel modules export GPU memory as dma-buf) and the CUDA options of the node's perftest (C(<perftest_tool> --help)).
+  - With O(dcgm), runs C(dcgmi discovery -l) to learn whether the DCGM host engine (C(nv-hostengine), C(nvidia-dcgm.service)) answers.
   - A node without C(nvidia-smi) is not an error unless O(required=true); it reports no GPUs and C(nvidia_smi=missing).
   - With O(gpus=false) it reads only the kernel log and never runs nvidia-smi (C(nvidia_smi=skipped)), the cheap read of what
     happened during a test window; Xid events are then returned in RV(xid_events) only, not per GPU.
@@ -41,7 +44,9 @@ options:
     default: true
   since:
     description:
-      - Only kernel log entries since this time, passed to C(journalctl --since) (for example C(-1h), C(today), C(2024-05-01 10:00:00)).
+      - Only kernel log entries since this time, passed to C(journalctl --since) (for example C(-1h), C(today), C(@1764582300)).
+      - journalctl reads a time without a zone (C(2024-05-01 10:00:00)) in the node's own time zone; C(@<epoch seconds>) (read on the
+        node) or a time ending in C(UTC) mean the same instant on every node.
       - C(dmesg) has no such filter; when it is the source, the whole ring buffer is read and C(since_applied) in RV(kernel_log) is false.
     type: str
   required:
@@ -52,6 +57,23 @@ options:
     description: Seconds each command may run before it is stopped (nvidia-smi can hang on a failing GPU).
     type: int
     default: 60
+  gdr:
+    description: Also read the NVIDIA kernel module flavour and perftest's CUDA options (RV(gdr_support)).
+    type: bool
+    default: false
+  perftest_tool:
+    description: The perftest tool whose C(--help) says which CUDA options this perftest has (the GPUDirect test's tool).
+    type: str
+    choices: [ib_send_bw, ib_write_bw, ib_read_bw]
+    default: ib_send_bw
+  procfs_root:
+    description: Where procfs is mounted (C(driver/nvidia/version) is read under it).
+    type: path
+    default: /proc
+  dcgm:
+    description: Also run C(dcgmi discovery -l) (RV(dcgm)).
+    type: bool
+    default: false
 notes:
   - Supports check mode; it only reads.
   - Needs root (or membership of the systemd-journal/adm groups) to read the kernel log on most distributions.
@@ -85,7 +107,7 @@ EXAMPLES = r'''
   gpufleet.netval.gpu_info:
     gpus: false
     topology: false
-    since: "2026-12-03 10:00:00"
+    since: "@1764582300"
   register: test_window
 '''
 
@@ -118,7 +140,8 @@ gpus:
   description:
     - One record per GPU with index, bus_id (0000:1b:00.0 form), bus_id_raw, name, uuid, serial, persistence_mode,
       mig_mode_current, pcie (gen/width current and max, replays), ecc_mode_current, ecc_errors (volatile and aggregate counters),
-      retired_pages, remapped_rows, temperature_c, power_draw_w, clocks_throttle_reasons (active reasons) and xid (kernel-log Xid events on it).
+      retired_pages, remapped_rows, temperature_c, power_draw_w, clocks_throttle_reasons (active reasons), fabric (state and status of
+      the GPU's handshake with nvidia-fabricmanager, null where there is none) and xid (kernel-log Xid events on it).
   returned: always
   type: list
   elements: dict
@@ -149,6 +172,20 @@ kernel_log:
       (fallen_off_bus, sxid, link_events, aer, pcie_link_changes, line_count); null when O(kernel_log=false).
   returned: always
   type: dict
+gdr_support:
+  description:
+    - With O(gdr), C(driver) (version, open_kernel_module, banner, error when the module is not loaded) and C(perftest) (tool, cmd,
+      cuda, cuda_bus_id, cuda_dmabuf, error when it is missing or printed no usage); null otherwise.
+  returned: always
+  type: dict
+  sample: {"driver": {"version": "555.42.02", "open_kernel_module": true, "error": null},
+           "perftest": {"tool": "ib_send_bw", "cuda": true, "cuda_bus_id": true, "cuda_dmabuf": true, "error": null}}
+dcgm:
+  description: With O(dcgm), C(hostengine) (reachable or unreachable), C(gpu_count), C(cmd) and C(error); null otherwise.
+  returned: always
+  type: dict
+  sample: {"hostengine": "unreachable", "gpu_count": null, "cmd": "/usr/bin/dcgmi discovery -l",
+           "error": "Error: Unable to connect to host engine. Host engine connection invalid/disconnected."}
 '''
 
 from ansible.module_utils.basic import AnsibleModule

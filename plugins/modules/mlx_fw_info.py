@@ -19,8 +19,11 @@ description:
     BER counters, cable module and eye; this module already speaks the MFT/mstflint tools per PCI device, nic_info only ethtool.
     A missing link tool or a failed query is recorded in the device's C(link.error) (our gap, not the node's), never fatal.
   - Only queries; nothing is burnt or set.
-  - The devices are queried side by side (up to eight at once, each device's tools in turn); the first failure, in the
-    devices' order, is the one reported.
+  - The devices are grouped by adapter (the functions of one PCI bus:device, such as C(0000:af:00.0) and C(0000:af:00.1), are one
+    card, with one flash, one configuration and one lock the tools take while they read it). flint and mlxconfig run once per adapter, on its
+    first function, and mlxlink on each function in turn; adapters are read side by side (up to eight at once).
+  - A query that fails (a busy or locked adapter, a tool error, unreadable output) is recorded in the C(error) of that adapter's
+    functions only, with host, command and rc; the other devices are read as usual and the module does not fail.
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -90,7 +93,10 @@ RETURN = r'''
 devices:
   description:
     - Per device the parsed C(firmware) (flint/mstflint q), C(config) (mlxconfig/mstconfig q, null without O(query_config)),
-      C(cqe_compression) (mode and whether it is enabled), C(tool) (C(mft) or C(mstflint)) and C(tools) (the commands used).
+      C(cqe_compression) (mode and whether it is enabled), C(tool) (C(mft) or C(mstflint)), C(tools) (the commands used),
+      C(adapter) (its PCI bus:device), C(firmware_from) (the function whose query gave the adapter's firmware, null for that one)
+      and C(error) (why the adapter's firmware or configuration query failed, null when it did not; C(firmware) and C(config)
+      are then null).
   returned: always
   type: dict
   sample:
@@ -100,6 +106,9 @@ devices:
       cqe_compression: {"present": true, "value": "BALANCED(0)", "mode": "BALANCED", "code": 0, "enabled": true}
       tool: mft
       tools: {"firmware": "flint", "config": "mlxconfig", "link": "mlxlink"}
+      adapter: "0000:af:00"
+      firmware_from: null
+      error: null
       link:
         cmd: mlxlink -d 0000:af:00.0 -m -c -e
         error: null

@@ -47,6 +47,13 @@ options:
       - The devices' lspci run side by side (up to eight at once); the first failure, in PCI address order, is the one reported.
     type: bool
     default: false
+  acs:
+    description:
+      - Also run C(lspci -vvv -s BDF) for every bridge above the devices and return its Access Control Services controls on each hop
+        (C(acs) of each hop of RV(devices[].upstream)); ACS request or completion redirection on the switch ports between a NIC and its GPU sends
+        GPUDirect RDMA through the root complex.
+    type: bool
+    default: false
 notes:
   - Supports check mode; it only reads (lspci is read-only too).
   - Speeds are GT/s per lane (2.5, 5.0, 8.0, 16.0, 32.0 for Gen1 to Gen5), widths are lane counts.
@@ -101,7 +108,10 @@ devices:
       sample: {"bdf": "0000:1a:00.0", "current_speed_gts": 32.0, "max_speed_gts": 32.0, "current_width": 16, "max_width": 16,
                "numa_node": 0, "class": "0x020000", "vendor": "0x15b3", "device": "0x1021", "driver": "mlx5_core"}
     upstream:
-      description: The bridges and ports above the device, its slot first, up to the root port, each with the same link facts.
+      description:
+        - The bridges and ports above the device, its slot first, up to the root port, each with the same link facts.
+        - With O(acs), each hop also has C(acs) (C(ctl) the ACSCtl flags, C(redirects) the enabled ones that reroute peer-to-peer
+          traffic, C(line) as lspci printed it, C(cmd), C(error)); C(ctl) is null for a bridge without the capability.
       type: list
       elements: dict
     assessment:

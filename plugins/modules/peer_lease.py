@@ -17,8 +17,9 @@ description:
     up to O(wait) seconds while all are busy (a work queue - a node starts as soon as any of its peers frees).
     With O(state=released) it gives the lease back if this node holds it.
   - With O(state=suspected) it records that this node failed against the peer and passed against another (the figures in
-    O(figures)); a peer that O(suspect_limit) nodes of one run suspect leaves the pool for the rest of that run (O(state=acquired)
-    never takes it again, and returns it in RV(excluded)).
+    O(figures), each naming the peer HCA it ran on as C(peer_device)); a peer one of whose HCAs O(suspect_limit) different
+    nodes of one run failed on leaves the pool for the rest of that run (O(state=acquired) never takes it again, and returns it
+    in RV(excluded)), unless it is the last peer of O(peers) still there (suspicion never empties the pool).
   - With O(state=lost) it records that the peer went away (unreachable) while this node was tested on it, with O(step) and
     O(detail); the peer leaves the pool for the rest of the run at once (O(state=acquired) never takes it again and returns
     it in RV(lost)), and the node is rescheduled on another peer by the playbook.
@@ -26,11 +27,17 @@ description:
     may serve the run's later nodes as a peer (C(netval_promote_accepted)); O(state=acquired) with O(grow=true) then also takes
     such nodes, after O(peers), for as long as it waits (the pool grows at run time). A promoted node leaves the pool like any
     peer when suspected or gone.
-  - A lease is a file in O(lease_dir) created atomically (C(O_EXCL)), naming the node, the run and the controller process
-    that holds it (pid and start time). A lease past O(ttl) seconds, or whose controller process is gone, is stale and is
-    taken over, so a crashed run never blocks a peer.
+  - A lease names the node and the run that hold it (O(run), unique to one C(ansible-playbook) run) and a renewal deadline,
+    O(ttl) seconds after it was taken or last renewed. While the run's C(ansible-playbook) lives, its renewer (one detached
+    process per run on the controller, started by the first lease the run takes) renews every lease the run holds, four
+    times per O(ttl); a lease past its deadline has lapsed and is taken over, a live one never. Nothing about the holder is
+    a process, so a lease means the same to runs on several controllers or AWX jobs that share the lease store.
+  - Where the leases live, O(backend) - V('') (the default), one file per peer in O(lease_dir), changed under the peer's
+    C(flock); C(redis://) or C(rediss://) URLs, one key per peer in a Redis that every controller sharing the peers
+    reaches, expiring on the server's clock. The run's records (suspects, peers gone, promoted nodes) stay in O(lease_dir).
   - "Runs on the controller: C(delegate_to: localhost). Its action plugin does the work inside the controller's worker
-    process (no module process is started for it); the lease files and the result are the same either way."
+    process (no module process is started for it) and starts the run's renewer; run as a module, a lease is not renewed
+    and lapses after O(ttl) seconds."
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:
@@ -44,7 +51,8 @@ options:
   peers:
     description:
       - With O(state=acquired), the peers to try in preference order; with O(state=released), the peer to release (one); with
-        O(state=promoted), the peer that validated this node (one).
+        O(state=promoted), the peer that validated this node (one); with O(state=suspected), the suspected peer first, then the
+        run's other known-good peers (whether it is the last one standing).
     type: list
     elements: str
     required: true
@@ -53,26 +61,39 @@ options:
     type: str
     required: true
   run:
-    description: The run's identity (its UTC timestamp), so a lease of an earlier run of the same node is not mistaken for ours.
+    description:
+      - The run's identity, unique to one C(ansible-playbook) run (validate.yml uses its UTC timestamp and a random suffix), so
+        the holder of the run's leases, renewed by the run's renewer; a lease of another run of the same node is not ours.
     type: str
     required: true
   lease_dir:
-    description: Folder of the lease files on the controller; every run that shares the peers must use the same one.
+    description:
+      - Folder on the controller of the run's records (suspects, peers gone, promoted nodes), of the run's renewer lock and,
+        with the default O(backend), of the lease files; every run that shares the peers through the folder must use the same one.
     type: path
     required: true
+  backend:
+    description:
+      - Where the leases live. V('') keeps them in O(lease_dir). A C(redis://[[user]:password@]host[:port][/db]) URL
+        (C(rediss://) for TLS) keeps them in that Redis, shared by every controller and AWX job that uses the same URL.
+    type: str
+    default: ''
   ttl:
-    description: Seconds after which the lease expires even if its holder still lives (the node's planned peer time plus margin).
+    description:
+      - Seconds a lease lives without a renewal, which is how long after its run's C(ansible-playbook) is gone (a crash, a kill, the end of
+        a job's container) other runs may take the peer.
     type: int
-    default: 3600
+    default: 120
   wait:
     description:
-      - Seconds to wait for a free peer before giving up.
+      - Seconds to try for a free peer before answering RV(error_class=peer_busy); while it tries, the task holds its worker.
+        validate.yml tries for a few seconds at a time and queues the node again between tries, so a waiting node holds no worker.
       - V(0) tries once and fails at once with RV(error_class=peer_busy) when every peer is taken (validate.yml's look for a free
         peer before the node's peer-independent tests fill the wait).
     type: int
     default: 86400
   suspect_limit:
-    description: How many nodes of one run must suspect a peer before it leaves the pool; V(0) keeps every peer.
+    description: How many different nodes of one run must fail on the same HCA of a peer before it leaves the pool; V(0) keeps every peer.
     type: int
     default: 2
   figures:
@@ -108,9 +129,10 @@ EXAMPLES = r'''
   gpufleet.netval.peer_lease:
     peers: [peer01, peer02]
     node: "{{ inventory_hostname }}"
-    run: "{{ netval_run_timestamp }}"
+    run: "{{ netval_run_timestamp }}-{{ netval_run_nonce }}"
     lease_dir: /var/lib/netval/leases
-    ttl: 1800
+    backend: "redis://:{{ netval_redis_password }}@redis.example:6379/0"
+    wait: 30
   delegate_to: localhost
   register: lease
 
@@ -119,8 +141,9 @@ EXAMPLES = r'''
     state: released
     peers: ["{{ lease.peer }}"]
     node: "{{ inventory_hostname }}"
-    run: "{{ netval_run_timestamp }}"
+    run: "{{ netval_run_timestamp }}-{{ netval_run_nonce }}"
     lease_dir: /var/lib/netval/leases
+    backend: "redis://:{{ netval_redis_password }}@redis.example:6379/0"
   delegate_to: localhost
 '''
 
@@ -137,6 +160,16 @@ acquired_at:
   description: When the lease was taken (seconds since the epoch), for the report's timeline.
   returned: when a lease was taken
   type: float
+deadline:
+  description: When the lease lapses unless renewed (seconds since the epoch).
+  returned: when a lease was taken
+  type: float
+in_pool:
+  description:
+    - With O(state=acquired), how many peers are still in the pool (not suspected out, not gone). V(0) with no RV(peer)
+      means waiting longer cannot help; more with no RV(peer) means every one was busy for O(wait) seconds.
+  returned: when state is acquired
+  type: int
 released:
   description: With O(state=released), whether a lease of this node was removed.
   returned: always
@@ -175,7 +208,9 @@ promoted:
   elements: dict
   sample: [{node: node01, validated_by: peer01, run: 20261201T120000Z, at: 1796150000.0}]
 error_class:
-  description: C(peer_busy) when no peer freed within O(wait), C(lease_error) when the lease folder is unusable; null on success.
+  description:
+    - C(peer_busy) when no peer freed within O(wait) or every peer left the pool (RV(in_pool)), C(lease_error) when the lease
+      folder or the backend is unusable; null on success.
   returned: always
   type: str
 error_hint:

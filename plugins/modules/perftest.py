@@ -84,13 +84,33 @@ options:
     description: Number of queue pairs (C(-q)); bandwidth tests only.
     type: int
   use_cuda:
-    description: Use GPU memory of this CUDA device index (C(--use_cuda=N)) for GPUDirect RDMA; needs a perftest built with CUDA.
+    description:
+      - Use GPU memory of this CUDA device index (C(--use_cuda=N)) for GPUDirect RDMA; needs a perftest built with CUDA.
+      - A CUDA ordinal follows C(CUDA_DEVICE_ORDER) (FASTEST_FIRST unless set); pass O(cuda_device_order=PCI_BUS_ID) so that it is
+        the nvidia-smi index, or name the GPU by O(use_cuda_bus_id) where this perftest supports it.
     type: int
   tclass:
     description:
       - The traffic class of the queue pairs (C(--tclass)), 0-255; on RoCE the DSCP and ECN bits the site's lossless class
         (PFC priority) is mapped from, for example 106. Unset, the port's default class is used (usually a lossy one).
     type: int
+  use_cuda_bus_id:
+    description:
+      - Use GPU memory of the GPU at this PCI address (C(--use_cuda_bus_id=<BDF>), perftest 4.5 and later built with CUDA) for
+        GPUDirect RDMA; takes the place of O(use_cuda).
+    type: str
+  use_cuda_dmabuf:
+    description:
+      - Register the GPU buffer through dma-buf (C(--use_cuda_dmabuf), placed after the GPU option as perftest requires), the
+        GPUDirect path of the open GPU kernel modules without nvidia_peermem. Only sessions with a GPU get it.
+    type: bool
+    default: false
+  cuda_device_order:
+    description:
+      - C(CUDA_DEVICE_ORDER) in the environment of the perftest processes; C(PCI_BUS_ID) makes a CUDA ordinal (O(use_cuda)) the
+        GPU's place in PCI order, as nvidia-smi numbers GPUs.
+    type: str
+    choices: [PCI_BUS_ID, FASTEST_FIRST]
   report_gbits:
     description: Report bandwidth in Gb/s (C(--report_gbits)); bandwidth tests only.
     type: bool
@@ -171,17 +191,18 @@ options:
   sessions:
     description:
       - Several sessions of the same test in one call, in place of the single-session options O(server),
-        O(device), O(ib_port), O(port), O(gid_index), O(use_cuda), O(timeout), O(pid), O(start_time), O(exe) and O(log_path)
-        (mutually exclusive with them); every other option is shared by all sessions.
+        O(device), O(ib_port), O(port), O(gid_index), O(use_cuda), O(use_cuda_bus_id), O(timeout), O(pid), O(start_time), O(exe)
+        and O(log_path) (mutually exclusive with them); every other option is shared by all sessions.
       - Each item is a dict. C(id) is an opaque label (a non-empty string, unique in the call) echoed back in its entry of the result;
         the other keys mean what the single-session options of the same names mean, and an optional one may be absent or null
         (O(port) then defaults to 18515).
-      - With O(role=server) and O(state=started), the keys are C(id), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda) and
-        C(timeout) (the server's deadline), ports distinct; every server is started, all at once, and RV(servers) lists them.
+      - With O(role=server) and O(state=started), the keys are C(id), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda),
+        C(use_cuda_bus_id) and C(timeout) (the server's deadline), ports distinct; every server is started, all at once, and RV(servers) lists them.
       - With O(role=server) and O(state=stopped), the keys are C(id), C(pid), C(start_time), C(exe) and C(log_path); other keys are
         ignored, so the RV(servers) entries of the start can be passed back as they are. Every server is stopped and RV(stops)
         lists what each stop found; like a single stop, this never fails the host (a malformed key is warned about and left out).
-      - With O(role=client), the keys are C(id), C(server), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda) and C(timeout);
+      - With O(role=client), the keys are C(id), C(server), C(device), C(ib_port), C(port), C(gid_index), C(use_cuda),
+        C(use_cuda_bus_id) and C(timeout);
         the clients run one after the other (or all at once with O(concurrent)), each under its own hard timeout, and RV(clients)
         lists them.
       - Every session is checked before anything runs; an invalid one fails the call, the message naming C(sessions[i].key).
@@ -490,12 +511,13 @@ SERVER_DEFAULT_DEADLINE = 3600
 DEFAULT_PORT = 18515
 # The keys of one entry of O(sessions), per form; each stands for the single-session option of the same name.
 SESSION_KEYS = {
-    'client': ('id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'),
-    'started': ('id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'),
+    'client': ('id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'),
+    'started': ('id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'),
     'stopped': ('id', 'pid', 'start_time', 'exe', 'log_path'),
 }
 # The single-session options O(sessions) replaces (mutually exclusive with it).
-PER_SESSION_OPTIONS = ('server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout', 'pid', 'start_time', 'exe', 'log_path')
+PER_SESSION_OPTIONS = ('server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout', 'pid', 'start_time',
+                       'exe', 'log_path')
 INT_KEYS = ('ib_port', 'port', 'gid_index', 'use_cuda', 'timeout', 'pid', 'start_time')
 INT_RE = re.compile(r'-?[0-9]{1,19}')
 # Keys every batch entry carries, null where the session did not get that far.
@@ -528,7 +550,7 @@ def session_values(form, index, session):
         else:
             problems.append('%s.%s must be an integer, got %r' % (label, key, value))
             values[key] = None
-    for key in ('server', 'device', 'exe', 'log_path'):
+    for key in ('server', 'device', 'exe', 'log_path', 'use_cuda_bus_id'):
         if key in values and values[key] is not None and not isinstance(values[key], str):
             problems.append('%s.%s must be text, got %r' % (label, key, values[key]))
             values[key] = None
@@ -558,6 +580,9 @@ def session_problems(params, name):
         problems.append('%s %d is outside 1024-65535' % (name('port'), params['port']))
     for key, low, high in (('ib_port', 1, 255), ('gid_index', 0, 65535), ('use_cuda', 0, 1023)):
         problems.append(checks.check_number(name(key), params[key], low, high))
+    bus_id = params.get('use_cuda_bus_id')
+    if bus_id is not None and not checks.fullmatch(checks.PCI_ADDRESS_RE, bus_id):
+        problems.append('%s %r is not a PCI address such as 0000:1b:00.0' % (name('use_cuda_bus_id'), bus_id))
     problems.append(checks.check_timeout(name('timeout'), params['timeout'], maximum=background.MAX_DEADLINE))
     return problems
 
@@ -663,7 +688,7 @@ def run_client(module, runner, binary, params):
     timeout = client_timeout(params)
     if module.check_mode:
         return dict(changed=False, cmd=cmd, argv=argv, timeout=timeout, port=params['port'], **SUCCESS)
-    result = runner.run(params['test'], args, timeout=timeout, check=False)
+    result = runner.run(params['test'], args, timeout=timeout, check=False, environ=cuda_environment(params))
     fields = dict(result.as_dict(), timeout=timeout, port=params['port'])
     fields['cmd'] = cmd
     text = (result.stdout or '') + ('\n' if result.stdout and result.stderr else '') + (result.stderr or '')
@@ -685,6 +710,13 @@ def run_client(module, runner, binary, params):
     return dict(fields, changed=False, summary=perftest.summarize_perftest(parsed), **SUCCESS)
 
 
+def cuda_environment(params):
+    """The environment a session's perftest needs besides the locale: CUDA_DEVICE_ORDER when it runs on a GPU and one is asked."""
+    if params.get('cuda_device_order') and (params.get('use_cuda') is not None or params.get('use_cuda_bus_id')):
+        return {'CUDA_DEVICE_ORDER': params['cuda_device_order']}
+    return {}
+
+
 def server_deadline(params):
     """Seconds the server may live: O(timeout), else SERVER_DEFAULT_DEADLINE; never unbounded."""
     return params['timeout'] or SERVER_DEFAULT_DEADLINE
@@ -700,7 +732,7 @@ def start_servers(module, binary, batch):
         commons.append(dict(cmd=render_cmd(argv), argv=argv, port=params['port'], timeout=int(deadline)))
         # perftest prints this banner once it waits for a client, in every connection mode.
         specs.append(dict(argv=argv, log_dir=params['log_dir'], port=params['port'], deadline=deadline,
-                          ready_timeout=params['ready_timeout'],
+                          ready_timeout=params['ready_timeout'], env=cuda_environment(params),
                           ready_text='Waiting for client to connect' if params['rdma_cm'] else None,
                           name='perftest-%s-p%d' % (params['test'], params['port'])))
     if module.check_mode:
@@ -824,6 +856,9 @@ def main():
             qps=dict(type='int'),
             use_cuda=dict(type='int'),
             tclass=dict(type='int'),
+            use_cuda_bus_id=dict(type='str'),
+            use_cuda_dmabuf=dict(type='bool', default=False),
+            cuda_device_order=dict(type='str', choices=['PCI_BUS_ID', 'FASTEST_FIRST']),
             report_gbits=dict(type='bool', default=False),
             bidirectional=dict(type='bool', default=False),
             port=dict(type='int', default=DEFAULT_PORT),

@@ -80,6 +80,13 @@ reads:
   returned: success or when a required read failed
   type: dict
   sample: {"rdma": {"devices": {}, "live_ports": []}, "pcie": {"devices": [], "degraded": []}}
+node_time_epoch:
+  description:
+    - The node's own clock when the reads ended, in whole seconds since the epoch. A test window that starts here is the node's
+      (C(journalctl --since=@<this>)), whatever the node's time zone or the controller's clock.
+  returned: success or when a required read failed
+  type: int
+  sample: 1764582300
 failed_reads:
   description: The names of the reads that failed, required or not.
   returned: success or when a required read failed
@@ -102,6 +109,8 @@ error_side:
   returned: always
   type: str
 '''
+
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -139,6 +148,7 @@ def main():
     validate.fail_if_invalid(module, 'preflight_info', problems)
 
     outcome = context.run_reads(module, reads)
+    node_time_epoch = int(time.time())
     results = dict((name, result) for name, (result, _failed) in outcome.items())
     failed = sorted(name for name, (_result, broke) in outcome.items() if broke)
     for name in module.params['required']:
@@ -147,8 +157,8 @@ def main():
             shape = dict((key, result.get(key)) for key in SHAPE_KEYS) if result.get('error_class') else failure('unknown_error')
             module.fail_json(msg='%s: the %s read (%s) failed: %s' % (hostname(), name, READS[name].__name__.split('.')[-1],
                                                                       result.get('msg') or 'no message'),
-                             reads=results, failed_reads=failed, **shape)
-    module.exit_json(changed=False, reads=results, failed_reads=failed, **SUCCESS)
+                             reads=results, failed_reads=failed, node_time_epoch=node_time_epoch, **shape)
+    module.exit_json(changed=False, reads=results, failed_reads=failed, node_time_epoch=node_time_epoch, **SUCCESS)
 
 
 if __name__ == '__main__':

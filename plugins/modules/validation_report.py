@@ -116,6 +116,15 @@ options:
         comparison) whose bundle folder holds C(baseline.json). Needs O(evidence_dir).
     type: bool
     default: false
+  peer_qualification:
+    description:
+      - Each node's qualification of the known-good peers (P(gpufleet.netval.qualify_peers#filter), peer to C(qualified),
+        C(reasons), C(notes), C(checked)), one per node (nodes of different tiers grade a peer differently). They are merged per
+        peer (qualified only where every node's view qualified it) into C(summary.json)'s C(peer_qualification); the summary
+        and the page name every peer that left the pool and why.
+    type: list
+    elements: dict
+    default: []
 attributes:
   check_mode:
     description: Writes nothing in check mode.

@@ -114,10 +114,12 @@ def test_a_node_whose_nccl_rides_one_hca_is_not_accepted(healthy_run):
     _before, _after, reports = healthy_run
     result = node_result(reports, 'node02')
     nccl = nccl_tests(result)
-    assert result['bucket'] == 'C' and nccl['nccl_hcas_used']['value'] == 1
-    assert nccl['nccl_hcas_used']['status'] == 'reject' and nccl['nccl_busbw_gbs']['status'] == 'reject'
+    # Both lines it is past are the project's (the runbook gives one NIC's healthy busbw only): investigated, not returned,
+    # until the operator's contract adopts them (issue 31: only a seeds' or contract line or a hardware fact returns a node).
+    assert result['bucket'] == 'B' and nccl['nccl_hcas_used']['value'] == 1
+    assert [(nccl[m]['status'], nccl[m]['reject_line']) for m in ('nccl_hcas_used', 'nccl_busbw_gbs')] == [('marginal', 'project')] * 2
     causes = [c['cause'] for c in result['causes']]
-    assert 'nccl_rails' in causes and 'unexplained' not in causes
+    assert 'nccl_rails' in causes and 'project_line' in causes and 'unexplained' not in causes
     # Its per-HCA figures are healthy: the one rail is NCCL's, not a slow NIC.
     assert all(t['status'] == 'healthy' for t in result['tests'] if t['metric'] == 'ib_send_bw_gbs')
 

@@ -184,8 +184,12 @@ def test_kernel_log(node):
         parsed = parse(tool_output(node_dir, *argv))
         xid_codes = sorted(event.get('code') for event in parsed['xid'])
         expected = [79] if profile['hardware']['gpus']['xid_lines'] else []
-        assert [int(code) for code in xid_codes] == expected
+        # A burn-in leaves application Xids (13, 31, 43) on three GPUs, and a link down and up on every port.
+        burnin = [13] * 3 + [31] * 3 + [43] * 3 if profile['hardware']['host']['burnin_hours_ago'] else []
+        assert [int(code) for code in xid_codes] == sorted(expected + burnin)
         assert bool(parsed['fallen_off_bus']) == bool(expected)
+        downs = [event for event in parsed['link_events'] if event.get('event') == 'down']
+        assert len(downs) == (len(profile['hardware']['nics']) if burnin else 0)
 
 
 def _free_port():
@@ -248,6 +252,12 @@ def test_nccl_transport_and_busbw(node, tmp_path):
             nic['link_layer'] == 'InfiniBand' or any(gid['type'] == 'RoCE v2' and gid['ipv4'] for gid in nic['gids'])))
         used[host] = usable[:hw['nccl'].get('hcas_used') or len(usable)]
     hca = '=' + ','.join(sorted(set(name for names in used.values() for name in names)))
+    if state['gpus'].get('fabric_manager') == 'stopped':
+        # Without nvidia-fabricmanager an NVSwitch board's CUDA does not start: the node's rank fails before any collective (in a
+        # job, mpirun then ends the peer's ranks; here the node's rank runs alone).
+        proc = run_tool(node_dir, 'all_reduce_perf', '-b', '8', '-e', '8G', '-f', '2', '-g', '1', env={'NCCL_DEBUG': 'INFO', 'NCCL_IB_HCA': hca})
+        assert proc.returncode != 0 and "'system not yet initialized'" in proc.stdout + proc.stderr, proc.stdout
+        return
     (rc, text, err), (peer_rc, peer_text, _peer_err) = run_ranks(
         [node_dir, peer_dir], 'all_reduce_perf', ['-b', '8', '-e', '8G', '-f', '2', '-g', '1'], env={'NCCL_DEBUG': 'INFO', 'NCCL_IB_HCA': hca})
     assert (rc, peer_rc) == (0, 0), err
@@ -288,6 +298,10 @@ def test_dcgmi_results(node, json_flag):
         assert not os.path.exists(os.path.join(str(node_dir), 'bin', 'dcgmi'))  # dcgmi-missing: DCGM not installed
         return
     proc = run_tool(node_dir, 'dcgmi', 'diag', '-r', '2', *json_flag)
+    if profile['hardware']['dcgmi']['hostengine'] == 'stopped':
+        # No host engine to connect to: dcgmi says so, and the module's classifier names it.
+        assert proc.returncode != 0 and parser('dcgmi', 'classify_connection_error')(proc.stdout)
+        return
     failed = sorted(test for test in ('PCIe', 'GPU Memory') if expected[test] == 'Fail')
     assert proc.returncode == (226 if failed else 0)
     parsed = parse(proc.stdout)

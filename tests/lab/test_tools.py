@@ -196,7 +196,9 @@ def test_perftest_down_port_and_cuda_and_duration(nodes):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     started = time.time()
     for _attempt in range(50):
-        client = run(node, 'ib_write_bw', '-d', 'mlx5_1', '-p', port, '-D', '1', '--use_cuda=0', '127.0.0.1')
+        # mlx5_1's own GPU is GPU 1 in PCI order (nvidia-smi's numbering), as CUDA numbers it with CUDA_DEVICE_ORDER=PCI_BUS_ID.
+        client = run(node, 'ib_write_bw', '-d', 'mlx5_1', '-p', port, '-D', '1', '--use_cuda=1', '127.0.0.1',
+                     env={'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'})
         if client.returncode == 0:
             break
         time.sleep(0.1)
@@ -423,3 +425,120 @@ def test_a_real_site_box_has_its_storage_and_front_end_nics_beside_the_rails(tmp
     assert (node / 'sys' / 'class' / 'infiniband' / 'mlx5_8' / 'ports' / '1' / 'rate').read_text() == '100 Gb/sec (4X EDR)\n'
     front = run(node, 'lspci', '-vvv', '-D', '-s', '0000:a9:00.0').stdout
     assert 'ConnectX-6 Dx' in front and 'LnkSta:\tSpeed 16GT/s' in front
+
+
+# ------------------------------------------------------------------ issue 31: GPUDirect modes, GPU prerequisites, the node's clock
+
+@pytest.fixture(scope='module')
+def gpu_nodes(tmp_path_factory):
+    base = tmp_path_factory.mktemp('gpu-nodes')
+    made = {}
+    for profile in ('healthy-400g', 'gdr-dmabuf', 'gdr-no-cuda-perftest', 'dcgm-hostengine-stopped', 'fabric-manager-stopped',
+                    'persistence-off', 'acs-on-gpu-path', 'burnin-utc8'):
+        made[profile] = base / profile
+        hardware.materialize(profile, 'node01', 'new', str(made[profile]), FABRIC)
+    return made
+
+
+def perftest_pair(node, client_args, server_args=(), env=None):
+    """Run one emulated perftest server and its client on one node dir; (client, server output)."""
+    port = free_port()
+    environ = dict(os.environ, NETVAL_LAB_NODE_DIR=str(node), NETVAL_LAB_PERFTEST_WAIT='20', **(env or {}))
+    server = subprocess.Popen([str(node / 'bin' / 'ib_send_bw'), '-d', 'mlx5_2', '-p', port] + list(server_args), env=environ,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    for _attempt in range(80):
+        client = run(node, 'ib_send_bw', '-d', 'mlx5_2', '-p', port, *(list(client_args) + ['127.0.0.1']), env=env or {})
+        if client.returncode == 0 or server.poll() is not None:
+            break
+        time.sleep(0.1)
+    if server.poll() is None:
+        server.kill()
+    return client, server.communicate(timeout=30)[0]
+
+
+def test_perftest_help_lists_the_cuda_options_of_its_build(gpu_nodes):
+    debian = run(gpu_nodes['gdr-no-cuda-perftest'], 'ib_send_bw', '--help')
+    assert debian.returncode == 1 and debian.stdout.startswith('Usage:\n  ib_send_bw            start a server')
+    assert '--use_cuda' not in debian.stdout
+    ofed = run(gpu_nodes['healthy-400g'], 'ib_send_bw', '--help').stdout
+    assert '--use_cuda=<cuda device id>' in ofed and '--use_cuda_bus_id=<cuda full BUS id>' in ofed and '--use_cuda_dmabuf' not in ofed
+    assert '      --use_cuda_dmabuf Use CUDA DMA-BUF for GPUDirect RDMA testing' in run(gpu_nodes['gdr-dmabuf'], 'ib_send_bw', '--help').stdout
+
+
+def test_perftest_refuses_cuda_options_its_build_lacks_as_the_real_one_does(gpu_nodes):
+    debian = run(gpu_nodes['gdr-no-cuda-perftest'], 'ib_send_bw', '-d', 'mlx5_0', '--use_cuda=0', '127.0.0.1')
+    real = fixtures_local('perftest/ib_read_bw_use_cuda_unsupported_build_debian12_perftest606.txt').splitlines()[:3]
+    assert debian.returncode == 1 and debian.stderr.splitlines()[:3] == [real[0].replace('ib_read_bw', 'ib_send_bw')] + real[1:3]
+    ofed = run(gpu_nodes['healthy-400g'], 'ib_send_bw', '-d', 'mlx5_0', '--use_cuda=0', '--use_cuda_dmabuf', '127.0.0.1')
+    assert ofed.returncode == 1 and "unrecognized option '--use_cuda_dmabuf'" in ofed.stderr
+    early = run(gpu_nodes['gdr-dmabuf'], 'ib_send_bw', '-d', 'mlx5_0', '--use_cuda_dmabuf', '--use_cuda=0', '127.0.0.1')
+    assert early.returncode == 1 and early.stderr == 'CUDA DMA-BUF cannot be used without CUDA\n'
+
+
+def test_dmabuf_node_needs_dmabuf_and_names_the_gpu_by_bus_id(gpu_nodes):
+    node = gpu_nodes['gdr-dmabuf']
+    bus = [g for g in hardware.build_state(hardware.profiles.load_profile('gdr-dmabuf'), 'node01', 'new', FABRIC)['gpus']['devices']
+           if g['nic'] == 'mlx5_2'][0]['bus_id']
+    plain = run(node, 'ib_send_bw', '-d', 'mlx5_2', '-p', free_port(), '--use_cuda_bus_id=%s' % bus)
+    assert plain.returncode == 1 and "Couldn't allocate MR" in plain.stderr
+    client, _server = perftest_pair(node, ['--use_cuda_bus_id=%s' % bus, '--use_cuda_dmabuf'], ['--use_cuda_bus_id=%s' % bus, '--use_cuda_dmabuf'])
+    assert client.returncode == 0, client.stderr
+    assert 'Got PCIe address of: %s' % bus in client.stdout and 'using DMA-BUF for GPU buffer address' in client.stdout
+    wrong = run(node, 'ib_send_bw', '-d', 'mlx5_2', '-p', free_port(), '--use_cuda_bus_id=0000:ee:00.0', '--use_cuda_dmabuf')
+    assert 'cuDeviceGetByPCIBusId failed with error: 101; Failed to get PCI Bus ID (0000:ee:00.0)' in wrong.stderr
+
+
+def test_a_cuda_ordinal_without_pci_bus_order_lands_on_another_gpu(gpu_nodes):
+    node = gpu_nodes['healthy-400g']
+    ordered, _server = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'], env={'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'})
+    fastest, _server = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'])
+    bandwidth = [float(result.stdout.splitlines()[-2].split()[3]) for result in (ordered, fastest)]
+    # GPU 2 in PCI order is mlx5_2's own GPU; CUDA's default order picks a GPU of the other socket: GPUDirect through the host.
+    assert bandwidth[0] == pytest.approx(46.5e9 / 2 ** 20, rel=0.001) and bandwidth[1] == pytest.approx(0.55 * bandwidth[0], rel=0.01)
+
+
+def test_acs_on_the_gpu_path_is_in_lspci_and_slows_gpudirect(gpu_nodes):
+    node = gpu_nodes['acs-on-gpu-path']
+    state = hardware.build_state(hardware.profiles.load_profile('acs-on-gpu-path'), 'node01', 'new', FABRIC)
+    port = state['nics'][2]['upstream'][-1]
+    text = run(node, 'lspci', '-vvv', '-s', port).stdout
+    assert 'ACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-' in text
+    other = state['nics'][1]['upstream'][-1]
+    assert 'ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-' in run(node, 'lspci', '-vvv', '-s', other).stdout
+    client, _server = perftest_pair(node, ['-D', '1', '--use_cuda=2'], ['-D', '1', '--use_cuda=2'], env={'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'})
+    assert float(client.stdout.splitlines()[-2].split()[3]) == pytest.approx(0.55 * 46.5e9 / 2 ** 20, rel=0.01)
+
+
+def test_fabric_manager_persistence_and_dcgm_as_nvidia_smi_and_dcgmi_show_them(gpu_nodes):
+    xml = run(gpu_nodes['fabric-manager-stopped'], 'nvidia-smi', '-q', '-x').stdout
+    assert '<fabric>' in xml and '<state>In Progress</state>' in xml
+    assert '<state>Completed</state>' in run(gpu_nodes['healthy-400g'], 'nvidia-smi', '-q', '-x').stdout
+    stopped = run(gpu_nodes['fabric-manager-stopped'], 'ib_send_bw', '-d', 'mlx5_0', '--use_cuda=0', '127.0.0.1')
+    assert stopped.returncode == 1 and 'cuInit(0) returned 802' in stopped.stderr
+    assert '<persistence_mode>Disabled</persistence_mode>' in run(gpu_nodes['persistence-off'], 'nvidia-smi', '-q', '-x').stdout
+    down = run(gpu_nodes['dcgm-hostengine-stopped'], 'dcgmi', 'discovery', '-l')
+    real = fixtures_local('dcgmi/dcgmi_discovery_l_no_hostengine_dcgm_exporter_pod_blog.txt')
+    assert down.returncode != 0 and down.stdout == real
+    assert run(gpu_nodes['dcgm-hostengine-stopped'], 'dcgmi', 'diag', '-r', '1', '-j').stdout == real
+    assert 'Open Kernel Module' in (gpu_nodes['gdr-dmabuf'] / 'proc' / 'driver' / 'nvidia' / 'version').read_text()
+    assert 'nvidia_peermem' not in (gpu_nodes['gdr-dmabuf'] / 'proc' / 'modules').read_text()
+
+
+def test_journalctl_reads_since_as_systemd_does_on_a_utc8_node_with_burn_in(gpu_nodes):
+    node = gpu_nodes['burnin-utc8']
+    day = run(node, 'journalctl', '-k', '-o', 'short-iso', '--no-pager', '--since=-24h').stdout
+    assert day.count(': Link down') == 8 and 'Xid (PCI:0000:1b:00): 13' in day and '+0800 node01 kernel:' in day
+    started = time.time() - 30
+    assert run(node, 'journalctl', '-k', '-o', 'short-iso', '--no-pager', '--since=@%d' % started).stdout == '-- No entries --\n'
+    # A zone-less time is the node's local time: the controller's UTC "now" on a UTC+8 node reaches eight hours back, into
+    # the burn-in six hours ago (the bug of a window without a zone); with its zone it is the same instant on every node.
+    utc_now = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))
+    assert ': Link down' not in run(node, 'journalctl', '-k', '--no-pager', '--since=%s UTC' % utc_now).stdout
+    assert run(node, 'journalctl', '-k', '--no-pager', '--since=%s' % utc_now).stdout.count(': Link down') == 8
+    bad = run(node, 'journalctl', '-k', '--no-pager', '--since=the day before')
+    assert bad.returncode == 1 and bad.stderr == 'Failed to parse timestamp: the day before\n'
+
+
+def fixtures_local(name):
+    from tests.unit.fixtures import local  # pylint: disable=import-outside-toplevel
+    return local(name)

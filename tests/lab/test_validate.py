@@ -243,7 +243,7 @@ def test_every_one_of_ten_nodes_gets_its_report_bucket_and_named_cause(mixed_run
     summary, reports, _evidence = mixed_run
     buckets = dict((name, entry['bucket']) for name, entry in summary['nodes'].items())
     assert sorted(buckets) == sorted(PATTERNS)
-    expected = {'node01': 'A', 'node02': 'C', 'node04': 'C', 'node05': 'C', 'node06': 'C', 'node07': 'C', 'node08': 'C',
+    expected = {'node01': 'A', 'node02': 'C', 'node04': 'C', 'node05': 'C', 'node06': 'C', 'node07': 'B', 'node08': 'C',
                 'node09': 'B', 'node10': 'B', 'node11': 'B', 'node12': 'B'}
     assert dict((n, b) for n, b in buckets.items() if n != 'node03') == expected
     assert buckets['node03'] in ('B', 'C')
@@ -301,9 +301,12 @@ def test_an_infiniband_cable_corrupting_symbols_is_read_from_the_port_counters_n
     errors = dict((t['subject'], t) for t in result['tests'] if t['metric'] == 'ib_port_errors')
     assert sorted(errors) == ['mlx5_%d' % i for i in range(8)]
     bad = errors.pop('mlx5_2')
-    assert bad['status'] == 'reject' and bad['value'] >= 40 and 'grew on: node' in bad['as_printed'], bad
+    # Past the reject line this project took from ibqueryerrors (neither the runbook's nor the contract's): marginal,
+    # investigated, not returned; every other figure is healthy, so the node is B.
+    assert bad['status'] == 'marginal' and bad.get('reject_line') == 'project', bad
+    assert bad['value'] >= 40 and 'grew on: node' in bad['as_printed'], bad
     assert all(t['status'] == 'healthy' and t['value'] == 0 for t in errors.values()), errors
-    assert causes(result)[0] == 'ib_link_errors' and result['bucket'] == 'C'
+    assert causes(result)[0] == 'ib_link_errors' and 'project_line' in causes(result) and result['bucket'] == 'B'
     # PortXmitWait is read on both ends and recorded beside the errors.
     assert {t['status'] for t in result['tests'] if t['metric'] == 'ib_xmit_wait_per_s'} == {'info'}
 
@@ -469,7 +472,11 @@ def test_a_roce_site_runs_its_rails_in_the_sites_traffic_class_at_mtu_9000_and_g
     assert iperf['status'] == 'healthy' and 'over %d process(es)' % processes in iperf['as_printed'], iperf  # graded on RoCE
     paused = node_result(reports, 'node02')
     pause = [t for t in paused['tests'] if t['metric'] == 'pause_per_s']
-    assert len(pause) == 8 and all(t['status'] == 'reject' for t in pause), pause
+    # Past the project's own reject line (the runbook only calls it suspicious): marginal; RDMA's slowness, below the
+    # runbook's line, is what returns the node.
+    assert len(pause) == 8 and all(t['status'] == 'marginal' and t.get('reject_line') == 'project' for t in pause), pause
+    assert paused['bucket'] == 'C' and 'project_line' in causes(paused)
+    assert [t for t in paused['tests'] if t['metric'] == 'ib_send_bw_gbs' and t['status'] == 'reject']
     # 150,000 pause frames a second per netdev; the peer's paired netdev, read over the same run, did not grow.
     assert all(140000 <= t['value'] <= 160000 for t in pause), [t['value'] for t in pause]
     assert all(' 0 pause frames/s' in t['as_printed'].split(';')[1] for t in pause), pause[0]['as_printed']

@@ -30,7 +30,7 @@ _SPEC.loader.exec_module(bench)
 NETVAL = 'gpufleet.netval.'
 TIER_TESTS = NETVAL + 'tier_tests'
 LAST_LINE = re.compile(r'^ratio_to_ideal=-?\d+\.\d\d overhead_per_node_s=-?\d+\.\d\d controller_peak_mib=-?\d+\.\d\d '
-                       r'peer_overlap_s=-?\d+\.\d\d$')
+                       r'peer_overlap_s=-?\d+\.\d\d ratio_to_bound=(-?\d+\.\d\d|nan) forks=(\d+|nan)$')
 PRE, MEASURE, REPORT = 'Preflight', 'Measure', 'Report'
 
 
@@ -56,7 +56,8 @@ def node_records(host, acquired, test_start, play3_end=30.5):
 
 def timeline(records, start=0.0, end=33.0, total=250.5):
     return {'format': task_timeline.FORMAT, 'playbooks': ['playbooks/validate.yml'], 'playbook_start': start, 'playbook_end': end,
-            'peak_rss_mib': {'self': 150.25, 'children': 100.25, 'total': total}, 'loop_timing': 'per task', 'records': records}
+            'peak_rss_mib': {'self': 150.25, 'children': 100.25, 'total': total}, 'loop_timing': 'per task', 'records': records,
+            'controller': {'pid': 1, 'forks': 8}}
 
 
 # synthetic: N=4 nodes, P=2 peers; node01 and node02 lease at once and test 4..14, node03 and node04 wait until 15.5
@@ -136,13 +137,13 @@ def test_median_and_ratio():
     assert bench.ratio(1.0, 0.0) is None and bench.ratio(1.0, None) is None
 
 
-def test_last_line_has_the_four_figures_with_two_decimals():
+def test_last_line_has_the_figures_with_two_decimals_and_the_forks():
     line = bench.last_line({'ratio_to_ideal': 1.655, 'overhead_per_node_s': 5.5, 'controller_peak_mib': 250.456,
-                            'peer_overlap_s': 0.0, 'wall_s': 99.0})
-    assert line == 'ratio_to_ideal=1.66 overhead_per_node_s=5.50 controller_peak_mib=250.46 peer_overlap_s=0.00'
+                            'peer_overlap_s': 0.0, 'wall_s': 99.0, 'ratio_to_bound': 1.234, 'forks': 64})
+    assert line == 'ratio_to_ideal=1.66 overhead_per_node_s=5.50 controller_peak_mib=250.46 peer_overlap_s=0.00 ratio_to_bound=1.23 forks=64'
     assert LAST_LINE.match(line)
     assert bench.last_line({'ratio_to_ideal': None, 'overhead_per_node_s': 1, 'controller_peak_mib': 2, 'peer_overlap_s': 3}) == \
-        'ratio_to_ideal=nan overhead_per_node_s=1.00 controller_peak_mib=2.00 peer_overlap_s=3.00'
+        'ratio_to_ideal=nan overhead_per_node_s=1.00 controller_peak_mib=2.00 peer_overlap_s=3.00 ratio_to_bound=nan forks=nan'
 
 
 # --------------------------------------------------------------------------- the timeline
@@ -182,12 +183,13 @@ def test_lease_pairs_skip_a_suspicion_and_skipped_records_and_follow_the_playboo
 
 
 def test_the_lease_task_names_are_the_playbooks():
-    with open(os.path.join(fixtures.ROOT, 'playbooks', 'tasks', 'leased_tier_tests.yml'), encoding='utf-8') as handle:
-        text = handle.read()
-    tasks = yaml.safe_load(text)
-    names = [(task['name'], 'gpufleet.netval.peer_lease' in task) for task in tasks]
-    names += [(task['name'], 'gpufleet.netval.peer_lease' in task) for block in tasks for key in ('block', 'always', 'rescue')
-              for task in block.get(key) or []]
+    names = []
+    for name in ('leased_tier_tests.yml', 'take_peer.yml'):
+        with open(os.path.join(fixtures.ROOT, 'playbooks', 'tasks', name), encoding='utf-8') as handle:
+            tasks = yaml.safe_load(handle)
+        names += [(task['name'], 'gpufleet.netval.peer_lease' in task) for task in tasks]
+        names += [(task['name'], 'gpufleet.netval.peer_lease' in task) for block in tasks for key in ('block', 'always', 'rescue')
+                  for task in block.get(key) or []]
     assert (bench.TAKE_TASK, True) in names and (bench.GIVE_TASK, True) in names
     with open(os.path.join(fixtures.ROOT, 'playbooks', 'validate.yml'), encoding='utf-8') as handle:
         plays = yaml.safe_load(handle)
@@ -229,7 +231,8 @@ def test_figures_of_four_nodes_on_two_peers():
     assert figs['controller_peak_mib'] == 250.5
     assert figs['peer_overlap_s'] == 0.0
     assert bench.fixed_s(figs) == 9.0                            # 33 - 2 x 12
-    assert bench.last_line(figs) == 'ratio_to_ideal=1.65 overhead_per_node_s=5.50 controller_peak_mib=250.50 peer_overlap_s=0.00'
+    assert bench.last_line(figs) == ('ratio_to_ideal=1.65 overhead_per_node_s=5.50 controller_peak_mib=250.50 peer_overlap_s=0.00 '
+                                     'ratio_to_bound=1.65 forks=8')
 
 
 def test_figures_without_lease_records_fall_back_to_the_test_time_and_without_tests_have_no_ratio():
@@ -328,7 +331,7 @@ def test_peer_overlap_from_ledgers_where_two_nodes_shared_a_peer_hca():
     intervals, _unattributed = bench.session_intervals(store, nodes, peers, fabric, (0.0, 33.0))
     figs = bench.figures(FOUR_ON_TWO, 4, 2, intervals)
     assert figs['peer_overlap_s'] == 3.0
-    assert bench.last_line(figs).endswith(' peer_overlap_s=3.00')
+    assert ' peer_overlap_s=3.00 ' in bench.last_line(figs)
 
 
 def test_promotion_seen_in_the_ledgers_when_two_new_nodes_share_a_session():
@@ -362,7 +365,8 @@ def test_analyse_puts_timeline_ledgers_and_lab_together():
     assert figs['nodes'] == 4 and figs['peers'] == 2
     assert figs['peer_sessions'] == 4 and figs['peer_sessions_unattributed'] == 0
     assert figs['peer_overlap_s'] == 0.0 and figs['promoted'] == []
-    assert bench.last_line(figs) == 'ratio_to_ideal=1.65 overhead_per_node_s=5.50 controller_peak_mib=250.50 peer_overlap_s=0.00'
+    assert bench.last_line(figs) == ('ratio_to_ideal=1.65 overhead_per_node_s=5.50 controller_peak_mib=250.50 peer_overlap_s=0.00 '
+                                     'ratio_to_bound=1.65 forks=8')
 
 
 def test_read_ledgers_reads_every_hosts_ledger_files(tmp_path):
@@ -424,7 +428,10 @@ def test_matrix_and_cell_tables():
     assert 'overhead_per_node_s=5.50' in cell[1]
     assert cell[2].startswith('  bound_s=20.00 ')
     assert cell[3].startswith('  per_node_peer_s=12.00 (peer hold 11.00 + handover 1.00 over 2 waiting lease(s))')
-    assert cell[4].split('\n')[2].split() == ['node01', '32.00', '18.00', '10.00', '1.00', '11.00', '7.00']
+    # plays 0..3, 3..28 and 30..32; each hold 11 s for 10 s of tests; holds 3.5..14.5 and 15.5..26.5; the run ends at 33
+    assert cell[4] == ('  time spent: Preflight 3.00 s, Measure 25.00 s, Report 2.00 s; a hold beyond its tests 1.00 s (median); '
+                       'no peer held between the first take and the last give-back 1.00 s; after the last give-back 6.50 s')
+    assert cell[5].split('\n')[2].split() == ['node01', '32.00', '18.00', '10.00', '1.00', '11.00', '7.00']
 
 
 def test_command_lines_and_environment():
@@ -490,7 +497,7 @@ def add(host, sid, start, end):
 for i, node in enumerate(nodes):
     r = i // len(peers)
     rec(node, 'Read the RDMA ports', 0.0, 1.0, 'pre', action='gpufleet.netval.rdma_info')
-    rec(node, 'Wait for a free known-good peer and lease it (unless the node took one at once)', 1.0, 1.1 + 2 * r, 'measure',
+    rec(node, 'Wait for a free known-good peer and lease it', 1.0, 1.1 + 2 * r, 'measure',
         action='gpufleet.netval.peer_lease')
     rec(node, 'Run the clients', 1.2 + 2 * r, 2.2 + 2 * r, 'measure', action='gpufleet.netval.perftest', role='gpufleet.netval.tier_tests')
     rec(node, 'Give the peer back', 2.3 + 2 * r, 2.4 + 2 * r, 'measure', action='gpufleet.netval.peer_lease')
@@ -509,6 +516,7 @@ time.sleep(0.6)
 write_books(False)
 doc = {'format': 'gpufleet.netval.task_timeline/1', 'playbooks': ['playbooks/validate.yml'], 'playbook_start': base,
        'playbook_end': base + 2 * rounds + 2, 'peak_rss_mib': {'self': 100.0, 'children': 50.0, 'total': 150.0},
+       'controller': {'pid': os.getpid(), 'forks': 20},
        'loop_timing': 'per task', 'records': sorted(records, key=lambda r: r['start'])}
 with open(path, 'w') as handle:
     json.dump(doc, handle)
@@ -544,7 +552,7 @@ def test_one_run_with_stand_ins_for_the_lab_and_ansible_playbook(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     # 2 rounds: wall 6 s, 1 s of test per node, ideal 2 s; in plays 1 + (1.0..2.6+2r) + 0.1, less 1 s test and the lease
-    assert lines[-1] == 'ratio_to_ideal=3.00 overhead_per_node_s=1.50 controller_peak_mib=150.00 peer_overlap_s=0.00'
+    assert lines[-1] == 'ratio_to_ideal=3.00 overhead_per_node_s=1.50 controller_peak_mib=150.00 peer_overlap_s=0.00 ratio_to_bound=3.00 forks=20'
     assert bench.PROMOTE_NOTE in lines
     assert 'rounds = ceil(log2(N/P)) + 1 (the pool doubles each round), wall ~ rounds x per_node_peer_s + fixed_s' in proc.stdout
     # --promote: the nodes are meshed, so a promoted node can reach the others
@@ -594,7 +602,7 @@ def test_matrix_with_the_serial_loop_once_per_node_count(tmp_path):
     assert [(row[0], row[1]) for row in body] == [('1', '1'), ('4', '1'), ('4', '2'), ('4', '4'), ('16', '1'), ('16', '2'), ('16', '4')]
     assert all(row[10] != '-' for row in body)                         # the serial loop beside every cell
     # the last line is the last cell's: N=16 P=4, 4 rounds: wall 10 s over ideal 4 s
-    assert lines[-1] == 'ratio_to_ideal=2.50 overhead_per_node_s=1.50 controller_peak_mib=150.00 peer_overlap_s=0.00'
+    assert lines[-1] == 'ratio_to_ideal=2.50 overhead_per_node_s=1.50 controller_peak_mib=150.00 peer_overlap_s=0.00 ratio_to_bound=2.50 forks=20'
     assert 'from N=16 P=1' in proc.stdout and 'from N=16 P=4' in proc.stdout and 'from N=4 P=4' not in proc.stdout
     assert proc.stdout.count('(median peer hold 1.20 + median handover 0.80 over ') == 3 and proc.stdout.count('fixed_s=2.00') == 3
     assert bench.PROMOTE_NOTE not in lines
@@ -639,5 +647,14 @@ def test_the_bound_counts_the_peer_queue_or_one_nodes_own_tests_whichever_is_lon
     assert (figs['local_test_s'], figs['peer_test_s']) == (8.0, 10.0)
     assert figs['bound_s'] == 20.0 and figs['ratio_to_bound'] == pytest.approx(33.0 / 20.0)   # max(2 x 10, 8 + 10)
     assert bench.bound_s(1, 1, 10.0, 8.0) == 18.0 and bench.bound_s(4, 2, None, 8.0) is None
-    assert '  bound_s=20.00 (= max(ceil(4/2) x peer_test_s 10.00, local_test_s 8.00 + peer_test_s)) ratio_to_bound=1.65' in bench.cell_lines(figs)
+    assert '  bound_s=20.00 (= max(2 rounds x peer_test_s 10.00, local_test_s 8.00 + peer_test_s)) ratio_to_bound=1.65 forks=8' in \
+        bench.cell_lines(figs)
     assert LAST_LINE.match(bench.last_line(figs))
+
+
+def test_with_promotion_the_bound_counts_the_rounds_of_a_doubling_pool():
+    # 16 nodes on 4 peers: 4 rounds in a queue; promoted, 4 then 8 then 16 serve: 3 rounds.
+    assert bench.bound_s(16, 4, 10.0, 8.0) == 40.0 and bench.bound_s(16, 4, 10.0, 8.0, promote=True) == 30.0
+    assert bench.bound_s(1024, 2, 5.0, 1.0, promote=True) == 50.0    # 2 x 2^9 = 1024: ten rounds, not 512
+    figs = bench.figures(FOUR_ON_TWO, 4, 2, [], promote=True)
+    assert figs['bound_rounds'] == 2 and figs['bound_s'] == 20.0

@@ -285,10 +285,11 @@ def test_a_stop_with_a_non_finite_wait_exit_still_stops_and_never_fails(tmp_path
 # perftest sessions: every text key of every form, hostile in the second session only.
 SESSION_FORMS = {
     'client': ({'test': 'ib_write_bw', 'role': 'client'},
-               [{'id': 'a', 'server': 'peer-01', 'device': 'mlx5_0', 'port': 18515},
-                {'id': 'b', 'server': 'peer-02', 'device': 'mlx5_1', 'port': 18516}]),
+               [{'id': 'a', 'server': 'peer-01', 'device': 'mlx5_0', 'port': 18515, 'use_cuda_bus_id': '0000:1b:00.0'},
+                {'id': 'b', 'server': 'peer-02', 'device': 'mlx5_1', 'port': 18516, 'use_cuda_bus_id': '0000:3a:00.0'}]),
     'started': ({'test': 'ib_write_bw', 'role': 'server', 'log_dir': '{tmp}'},
-                [{'id': 'a', 'device': 'mlx5_0', 'port': 18515}, {'id': 'b', 'device': 'mlx5_1', 'port': 18516}]),
+                [{'id': 'a', 'device': 'mlx5_0', 'port': 18515, 'use_cuda_bus_id': '0000:1b:00.0'},
+                 {'id': 'b', 'device': 'mlx5_1', 'port': 18516, 'use_cuda_bus_id': '0000:3a:00.0'}]),
     'stopped': ({'test': 'ib_write_bw', 'role': 'server', 'state': 'stopped', 'wait_exit': 0},
                 [{'id': 'a', 'pid': 2 ** 22 + 77, 'start_time': 5, 'exe': '/usr/bin/ib_write_bw', 'log_path': '{tmp}/netval-a/server.log'},
                  {'id': 'b', 'pid': 2 ** 22 + 78, 'start_time': 5, 'exe': '/usr/bin/ib_write_bw', 'log_path': '{tmp}/netval-b/server.log'}]),
@@ -330,6 +331,8 @@ def test_a_leading_dash_in_a_session_never_lands_in_argv_as_an_element(tmp_path,
         assert dashed not in argv, 'perftest put sessions[1].%s=%r into argv %r' % (key, dashed, argv)
     if key in ('server', 'device'):
         assert failed and argvs == [] and 'sessions[1].%s must be' % key in result['msg'], result
+    elif key == 'use_cuda_bus_id':
+        assert failed and argvs == [] and 'sessions[1].use_cuda_bus_id %r is not a PCI address' % dashed in result['msg'], result
     else:
         # id is a label, exe and log_path only identify a server to stop: accepted, never an argument.
         assert not failed, result

@@ -245,7 +245,8 @@ def test_drift_labels_markdown_and_junit_hold_node_text():
                'baseline': PAYLOAD, 'current': PAYLOAD, 'detail': PAYLOAD}
     nodes = {'node01': {'findings': [finding], 'bucket': 'A', 'timestamp': STAMP}}
     families = list(text_string_to_metric_families(drift_writers.textfile(nodes)))
-    assert sorted(family.name for family in families) == ['netval_drift_findings', 'netval_last_run_timestamp_seconds', 'netval_node_bucket']
+    assert sorted(family.name for family in families) == ['netval_drift_findings', 'netval_drift_hosts',
+                                                          'netval_last_run_timestamp_seconds', 'netval_node_bucket']
     ET.fromstring(drift_writers.junit_xml(nodes).encode('utf-8'))
     text = drift_writers.node_markdown('node01', nodes['node01'])
     shown = markdown_of(text)

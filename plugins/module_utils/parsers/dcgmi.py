@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet.netval contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parser for ``dcgmi diag`` results: the JSON of ``-j`` (DCGM 3.x and 4.x
-layouts) and the text table.  Pure functions; no Ansible import.
+"""Parsers for ``dcgmi diag`` results (the JSON of ``-j``, DCGM 3.x and 4.x
+layouts, and the text table) and for ``dcgmi discovery -l`` (is the DCGM host
+engine there, and which GPUs does it see).  Pure functions; no Ansible import.
 
 Statuses are normalised to ``pass``, ``fail``, ``warn`` and ``skip``
 (``Not Run`` is a skip); anything else is None (unknown).  A table that is
@@ -476,3 +477,61 @@ def classify_connection_error(text):
         return ('dcgmi could not reach the DCGM host engine: start it (systemctl start nvidia-dcgm, '
                 'or run nv-hostengine) and retry')
     return None
+
+
+_HOSTENGINE_DOWN = re.compile(r'unable to establish a connection|Unable to connect to host engine|host engine is not running'
+                              r'|Host engine connection invalid', re.IGNORECASE)
+_FOUND = re.compile(r'^(\d{1,4}) GPUs? found\b')
+_SWITCHES = re.compile(r'^(\d{1,4}) NvSwitch(?:es)? found\b', re.IGNORECASE)
+_GPU_ROW = re.compile(r'^\|\s*(\d{1,4})?\s*\|\s*(Name|PCI Bus ID|Device UUID):\s*(.*?)\s*\|$')
+
+
+def _bus_id(raw):
+    """'00000000:18:00.0' -> '0000:18:00.0' (the short domain the other readers use); None when it is not one."""
+    match = re.match(r'^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$', raw or '')
+    if not match:
+        return None
+    return '%04x:%s:%s.%s' % (int(match.group(1), 16), match.group(2).lower(), match.group(3).lower(), match.group(4))
+
+
+@tool_parser('dcgmi discovery -l')
+def parse_dcgmi_discovery(text):
+    """``dcgmi discovery -l`` -> {hostengine, gpu_count, gpus: [{id, name, bus_id, uuid}], nvswitch_count, error}.
+
+    ``hostengine`` is ``reachable`` when dcgmi listed what the DCGM host engine sees, ``unreachable`` when dcgmi says it
+    could not connect to it (nv-hostengine / nvidia-dcgm.service not running), with ``error`` its lines.  Raises
+    ParseError for text that is neither.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    down = [line for line in lines if _HOSTENGINE_DOWN.search(line)]
+    if down:
+        return {'hostengine': 'unreachable', 'gpu_count': None, 'gpus': [], 'nvswitch_count': None, 'error': ' '.join(down)}
+    count = None
+    switches = None
+    gpus = []
+    for line in lines:
+        found = _FOUND.match(line)
+        if found and count is None:
+            count = int(found.group(1))
+            continue
+        found = _SWITCHES.match(line)
+        if found:
+            switches = int(found.group(1))
+            continue
+        row = _GPU_ROW.match(line)
+        if not row:
+            continue
+        if row.group(1) is not None:
+            gpus.append({'id': int(row.group(1)), 'name': None, 'bus_id': None, 'uuid': None})
+        if not gpus:
+            continue
+        key, value = row.group(2), row.group(3)
+        if key == 'Name':
+            gpus[-1]['name'] = value or None
+        elif key == 'PCI Bus ID':
+            gpus[-1]['bus_id'] = _bus_id(value)
+        else:
+            gpus[-1]['uuid'] = value or None
+    if count is None:
+        raise ParseError('dcgmi discovery -l', 'no "N GPUs found." line and no host engine error', lines[0] if lines else None)
+    return {'hostengine': 'reachable', 'gpu_count': count, 'gpus': gpus, 'nvswitch_count': switches, 'error': None}

@@ -14,9 +14,17 @@ prefix, so the timestamp and host format do not matter.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import calendar
 import re
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.tool_output import tool_parser
+
+# NVIDIA's Xid catalogue, as far as grading needs it: Xids that mean the GPU or its link is broken (48 DBE, 63/64 row
+# remapping events, 74 NVLink, 79 fell off the bus, 92/94/95 ECC); Xids a program causes (13 graphics engine exception,
+# 31 GPU memory page fault, 43 GPU stopped processing, 45 preemptive cleanup after a program's error); the row-remapping ones.
+FATAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
+APPLICATION_XIDS = (13, 31, 43, 45)
+ROW_REMAP_XIDS = (63, 64)
 
 _BDF = r'[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 # Patterns searched anywhere in a line use bounded quantifiers (an unbounded run tried at every start is
@@ -254,3 +262,26 @@ def summarize_xid(events):
         code = str(event.get('code'))
         codes[code] = codes.get(code, 0) + 1
     return summary
+
+
+_ISO_ZONED = re.compile(r'^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?:([+-])(\d\d):?(\d\d)|(Z))$')
+
+
+def time_epoch(when):
+    """Seconds since the epoch of an entry's ``time`` when it carries its zone (journalctl -o short-iso and
+    short-iso-precise: 2025-01-17T17:10:43+0800), else None: a time without a zone (dmesg --ctime, syslog) or the
+    kernel's uptime cannot be placed on the node's clock."""
+    match = _ISO_ZONED.match(str(when or ''))
+    if not match:
+        return None
+    parts = [int(match.group(index)) for index in range(1, 7)]
+    try:
+        seconds = calendar.timegm((parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    if match.group(7):
+        seconds += float('0.' + match.group(7))
+    if match.group(8):
+        offset = int(match.group(9)) * 3600 + int(match.group(10)) * 60
+        seconds -= offset if match.group(8) == '+' else -offset
+    return seconds

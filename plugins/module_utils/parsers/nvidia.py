@@ -114,7 +114,7 @@ def _ecc_scope(counters):
 def _empty_gpu(index):
     return {
         'index': index, 'bus_id': None, 'bus_id_raw': None, 'name': None, 'uuid': None, 'serial': None,
-        'persistence_mode': None, 'mig_mode_current': None,
+        'persistence_mode': None, 'mig_mode_current': None, 'fabric': {'state': None, 'status': None},
         'pcie': {'gen_current': None, 'gen_max': None, 'width_current': None, 'width_max': None, 'replays': None},
         'ecc_mode_current': None, 'ecc_mode_pending': None,
         'ecc_errors': {'volatile': _ecc_scope({}), 'aggregate': _ecc_scope({})},
@@ -189,6 +189,8 @@ def _xml_gpu(index, gpu):
         'ecc_mode_current': _text(gpu, 'ecc_mode/current_ecc'),
         'ecc_mode_pending': _text(gpu, 'ecc_mode/pending_ecc'),
         'temperature_c': _number(_text(gpu, 'temperature/gpu_temp'), 'C'),
+        # The GPU's handshake with nvidia-fabricmanager on NVSwitch systems (Completed / In Progress / Not Started, N/A elsewhere).
+        'fabric': {'state': _text(gpu, 'fabric/state'), 'status': _text(gpu, 'fabric/status')},
     })
     link = gpu.find('pci/pci_gpu_link_info')
     record['pcie'] = {
@@ -349,6 +351,7 @@ def _text_gpu(index, raw_bus, tree):
         'ecc_mode_current': _value(_get(tree, 'ECC Mode', 'Current')),
         'ecc_mode_pending': _value(_get(tree, 'ECC Mode', 'Pending')),
         'temperature_c': _number(_get(tree, 'Temperature', 'GPU Current Temp'), 'C'),
+        'fabric': {'state': _value(_get(tree, 'Fabric', 'State')), 'status': _value(_get(tree, 'Fabric', 'Status'))},
     })
     record['pcie'] = {
         'gen_current': _int(_get(tree, 'PCI', 'GPU Link Info', 'PCIe Generation', 'Current')),
@@ -565,3 +568,22 @@ def pair_gpus_with_nics(topo):
                           'numa_local': LINK_RANK[best[2]] <= LINK_RANK['NODE']})
         pairs.append(entry)
     return pairs
+
+
+_DRIVER_BANNER = re.compile(r'^NVRM version:\s+NVIDIA UNIX (Open )?(?:x86_64 |aarch64 |ppc64le )?Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+){1,3})\b')
+
+
+@tool_parser('/proc/driver/nvidia/version')
+def parse_nvidia_driver_version(text):
+    """``/proc/driver/nvidia/version`` -> {version, open_kernel_module, banner}.
+
+    ``open_kernel_module`` is True for NVIDIA's open GPU kernel modules ("NVIDIA UNIX Open Kernel Module"), which
+    export GPU memory as dma-buf for GPUDirect RDMA without nvidia_peermem, False for the proprietary module.
+    Raises ParseError when no NVRM banner is there.
+    """
+    for line in text.splitlines():
+        match = _DRIVER_BANNER.match(line.strip())
+        if match:
+            return {'version': match.group(2), 'open_kernel_module': bool(match.group(1)), 'banner': line.strip()}
+    raise ParseError('/proc/driver/nvidia/version', 'no "NVRM version: NVIDIA UNIX ... Kernel Module <version>" line',
+                     text.strip().splitlines()[0] if text.strip() else None)

@@ -66,6 +66,13 @@ VF_DEVICE_IDS = frozenset((
     # Broadcom: BCM57810 (bnx2x), NetXtreme-E Ethernet and RDMA, BCM5750X Ethernet and RDMA
     '14e4:16af', '14e4:16dc', '14e4:16c1', '14e4:1806', '14e4:1807',
 ))
+# "ACSCap:\tSrcValid+ TransBlk+ ReqRedir+ ..." and "ACSCtl:..." (a line lspci may wrap in a mail or a paste).
+_ACS_RE = re.compile(r'^\s*ACS(Cap|Ctl):\s*(.*)$')
+_ACS_FLAG_RE = re.compile(r'\b(SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)([+-])')
+# ACS controls that send peer-to-peer requests or completions up to the root complex instead of across the switch:
+# GPUDirect RDMA between a NIC and a GPU below one switch then crosses the host bridge (NVIDIA: disable ACS on the
+# switch ports of a GPUDirect path).  SrcValid, TransBlk and DirectTrans do not reroute traffic.
+ACS_REDIRECTS = ('ReqRedir', 'CmpltRedir', 'UpstreamFwd', 'EgressCtrl')
 _EXPRESS_RE = re.compile(r'^\s*Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\(v\d+\)\s*)?([^,(\s](?:[^,(]{0,62}[^,(\s])?)\s*(?:\(|,|$)')
 
 
@@ -149,7 +156,7 @@ def _new_device(bdf, rest):
         'lnkcap_speed_gts': None, 'lnkcap_width': None, 'lnksta_speed_gts': None, 'lnksta_width': None,
         'downgraded': None, 'speed_downgraded': None, 'width_downgraded': None,
         'lnkcap2_speeds': None, 'numa_node': None, 'kernel_driver': None,
-        'virtual_function': None, 'sriov': None,
+        'virtual_function': None, 'sriov': None, 'acs_cap': None, 'acs_ctl': None, 'acs_line': None,
         '_speed_note': None, '_width_note': None, '_has_lnk': False, '_virtual_regions': 0, '_regions': 0,
     }
     if rest:
@@ -199,6 +206,13 @@ def _feed(device, line):
     match = _LNKCAP2_RE.match(line)
     if match:
         device['lnkcap2_speeds'] = _supported_speeds(match.group(1))
+        return
+    match = _ACS_RE.match(line)
+    if match:
+        flags = dict((name, sign == '+') for name, sign in _ACS_FLAG_RE.findall(match.group(2)))
+        device['acs_cap' if match.group(1) == 'Cap' else 'acs_ctl'] = flags or None
+        if match.group(1) == 'Ctl':
+            device['acs_line'] = line.strip()
         return
     match = _EXPRESS_RE.match(line)
     if match and device['port_type'] is None:
@@ -257,6 +271,14 @@ def _finish(device):
     else:
         device['downgraded'] = None
     return device
+
+
+def acs_redirects(acs_ctl):
+    """The ACS controls of an ``acs_ctl`` mapping (parse_lspci) that reroute peer-to-peer traffic upstream, enabled ones only;
+    None when the controls were not read."""
+    if acs_ctl is None:
+        return None
+    return [name for name in ACS_REDIRECTS if acs_ctl.get(name)]
 
 
 @tool_parser('lspci')

@@ -524,12 +524,41 @@ def summarize_perftest(parsed):
     return summary
 
 
+_HELP_OPTION = re.compile(r'^\s{0,16}(?:-[A-Za-z], )?(--[a-z][a-z0-9_-]{0,40})\b')
+# The usage's CUDA options (perftest prints them only when it was built with CUDA, and --use_cuda_dmabuf only with dma-buf).
+_HELP_CUDA = (('cuda', '--use_cuda'), ('cuda_bus_id', '--use_cuda_bus_id'), ('cuda_dmabuf', '--use_cuda_dmabuf'))
+
+
+@tool_parser('perftest --help')
+def parse_perftest_help(text):
+    """``ib_*_bw --help`` (its usage, or a grep of it) -> {usage, options, cuda, cuda_bus_id, cuda_dmabuf}.
+
+    perftest prints the CUDA options only when it was built with CUDA (Debian's package is not), and
+    ``--use_cuda_dmabuf`` only when that build supports dma-buf: their presence says which GPUDirect mode this
+    perftest can run.  ``usage`` is True when the text holds perftest's "Usage:" line (a whole usage, so a missing
+    option is really missing); a grep of it holds only option lines.  Raises ParseError for text that has neither.
+    """
+    lines = text.splitlines()
+    usage = any(line.strip() == 'Usage:' for line in lines)
+    options = []
+    for line in lines:
+        match = _HELP_OPTION.match(line)
+        if match and match.group(1) not in options:
+            options.append(match.group(1))
+    if not usage and not options:
+        raise ParseError('perftest --help', 'neither a "Usage:" line nor an option line (such as "  -d, --ib-dev=<dev>")',
+                         text.strip().splitlines()[0] if text.strip() else None)
+    found = dict((key, option in options) for key, option in _HELP_CUDA)
+    found.update(usage=usage, options=options)
+    return found
+
+
 def build_perftest_argv(params):
     """perftest arguments (without the binary) from module parameters; the client adds the server address last.
 
     ``params`` keys: test, role, server, device, ib_port, gid_index, size, all_sizes, duration, iterations,
-    tx_depth, qps, use_cuda, tclass, report_gbits, bidirectional, port, rdma_cm, mtu, connection, cpu_freq_check,
-    extra_args.  Missing keys mean "not set".
+    tx_depth, qps, use_cuda, use_cuda_bus_id, use_cuda_dmabuf, tclass, report_gbits, bidirectional, port, rdma_cm, mtu, connection,
+    cpu_freq_check, extra_args.  Missing keys mean "not set".
     """
     args = []
     if params.get('device'):
@@ -550,8 +579,14 @@ def build_perftest_argv(params):
         args += ['-t', str(params['tx_depth'])]
     if params.get('qps') is not None:
         args += ['-q', str(params['qps'])]
-    if params.get('use_cuda') is not None:
+    # The GPU by its PCI address where perftest can take one, else by CUDA ordinal; --use_cuda_dmabuf after it: perftest reads
+    # its options in order and refuses dma-buf before a CUDA memory type is set ("CUDA DMA-BUF cannot be used without CUDA").
+    if params.get('use_cuda_bus_id'):
+        args.append('--use_cuda_bus_id=%s' % params['use_cuda_bus_id'])
+    elif params.get('use_cuda') is not None:
         args.append('--use_cuda=%d' % params['use_cuda'])
+    if params.get('use_cuda_dmabuf') and (params.get('use_cuda_bus_id') or params.get('use_cuda') is not None):
+        args.append('--use_cuda_dmabuf')
     if params.get('tclass') is not None:
         args.append('--tclass=%d' % params['tclass'])
     if params.get('report_gbits'):

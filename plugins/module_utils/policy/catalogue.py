@@ -116,6 +116,15 @@ class CatalogueError(ValueError):
     """A name that is not in the catalogue, or a tier profile that does not fit it; the message says which."""
 
 
+def figure_text(value):
+    """A figure as verdicts and reports write it: an integer without decimals, else up to three decimals; None is '-'."""
+    if value is None:
+        return '-'
+    if float(value) == int(value):
+        return str(int(value))
+    return ('%.3f' % value).rstrip('0').rstrip('.')
+
+
 def test(name):
     """The catalogue entry of one test."""
     try:
@@ -223,4 +232,8 @@ def profile_errors(profile, tier=None):
         declared = (threshold or {}).get('unit') if isinstance(threshold, dict) else None
         if declared is not None and declared != METRICS[name]['unit']:
             errors.append('%s: thresholds.%s is in %s, the metric is measured in %s' % (where, name, declared, METRICS[name]['unit']))
+        if isinstance(threshold, dict) and not str(threshold.get('source') or '').strip():
+            # Who may send a node back depends on it (verdict.line_may_reject).
+            errors.append('%s: thresholds.%s has no source: say whether the runbook, the contract or this project ("project: <why>") '
+                          'states the line' % (where, name))
     return errors

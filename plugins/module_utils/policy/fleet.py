@@ -39,6 +39,7 @@ import math
 from collections.abc import Mapping
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import figure_text
 
 # The MAD of a normal distribution times this is its standard deviation (1 / the 0.75 quantile of N(0, 1)).
 MAD_SCALE = 1.4826
@@ -230,14 +231,6 @@ def baseline_figures(name, doc, rules):
     return found
 
 
-def _fmt(value):
-    if value is None:
-        return '-'
-    if float(value) == int(value):
-        return str(int(value))
-    return ('%.3f' % value).rstrip('0').rstrip('.')
-
-
 def _pct(value):
     return '%.1f' % value
 
@@ -358,8 +351,8 @@ def describe_split(batch, rules):
             'more than the share of outliers a batch can have (%s): two populations, not outliers, so nobody is graded against '
             'this batch; look for what those nodes share (the common-element lines, their peer, firmware, rack)'
             % (catalogue.label(batch['metric']), batch['direction'], batch['tier'], batch['sku'], len(nodes), batch['nodes'],
-               ', '.join(nodes), _pct(min(pcts)), _pct(max(pcts)), _fmt(batch['median']), batch['unit'] or '',
-               _fmt(rules['max_outlier_share'])))
+               ', '.join(nodes), _pct(min(pcts)), _pct(max(pcts)), figure_text(batch['median']), batch['unit'] or '',
+               figure_text(rules['max_outlier_share'])))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -395,7 +388,7 @@ def _spread_ok(kind, failed):
 
 
 def _figure_text(test):
-    return '%s %s %s (%s)' % (test.get('metric'), _fmt(test['value']) if _finite(test.get('value')) else '?', test.get('unit') or '',
+    return '%s %s %s (%s)' % (test.get('metric'), figure_text(test['value']) if _finite(test.get('value')) else '?', test.get('unit') or '',
                               test.get('status'))
 
 

@@ -21,6 +21,7 @@ import re
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi as dcgmi_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import counter_deltas
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.kernel_log import APPLICATION_XIDS, FATAL_XIDS, time_epoch
 
 _ROW = re.compile(r'^\s*\d+\s+\d+\s')
 
@@ -651,7 +652,13 @@ def batch_measurements(batch, servers_result, clients_result, peer=None):
     found = []
     for run in (batch or {}).get('runs') or []:
         result, end = _session_entry(run, servers, clients, servers_result, clients_result)
-        found.extend(run_measurements(result, run, peer, end))
+        measured = run_measurements(result, run, peer, end)
+        # The other end's command too: a GPUDirect figure's GPU options are on the server's (the node's) command line.
+        server_cmd = (servers.get(run['id']) or {}).get('cmd')
+        for entry in measured:
+            if server_cmd and server_cmd != entry.get('cmd'):
+                entry['server_cmd'] = server_cmd
+        found.extend(measured)
     return found
 
 
@@ -716,11 +723,23 @@ def combine_repeats(measurements):
     return combined
 
 
-def link_flap_findings(kernel_result):
-    """Findings for link events (down/up, cable-module events) and AER errors seen in the kernel log during the tests."""
+def _since(events, since_epoch):
+    """The events not known to be older than ``since_epoch`` (a second guard after journalctl --since: an event whose zoned
+    journal time is before the window is never the tests')."""
+    if since_epoch is None:
+        return list(events or [])
+    return [e for e in events or [] if not (isinstance(e, dict) and (time_epoch(e.get('time')) or since_epoch) < float(since_epoch))]
+
+
+def link_flap_findings(kernel_result, since_epoch=None):
+    """Findings for link events (down/up, cable-module events), AER errors and GPU Xids seen in the kernel log during the tests.
+
+    ``since_epoch``: the window's start on the node's clock; events with a zoned time before it are dropped.  A fatal Xid
+    during the tests is a reject (a GPU fault under load); an application's Xid is information.
+    """
     findings = []
     log = (kernel_result or {}).get('kernel_log') or {}
-    events = log.get('link_events') or (kernel_result or {}).get('link_events') or []
+    events = _since(log.get('link_events') or (kernel_result or {}).get('link_events') or [], since_epoch)
     names = dict(LINK_FLAP_EVENTS)
     by_device = {}
     for event in events:
@@ -738,12 +757,19 @@ def link_flap_findings(kernel_result):
                          'detail': '%s %s during validation (%s)' % (
                              device, 'went down %d time(s)' % downs if downs else 'logged cable-module events', counted),
                          'verbatim': [e.get('line') or '' for e in seen[:5]]})
-    for event in log.get('aer') or (kernel_result or {}).get('aer_events') or []:
+    for event in _since(log.get('aer') or (kernel_result or {}).get('aer_events') or [], since_epoch):
         severity = str(event.get('severity') or '')
         findings.append({'check': 'pcie_aer', 'subject': event.get('bdf') or '?',
                          'status': 'reject' if severity.lower().startswith(('uncorr', 'fatal')) else 'marginal',
                          'expected': 'no PCIe AER errors', 'actual': severity, 'blocking': False,
                          'detail': 'PCIe AER %s error on %s during validation' % (severity, event.get('bdf')),
+                         'verbatim': [event.get('line') or '']})
+    for event in _since((kernel_result or {}).get('xid_events') or [], since_epoch):
+        code = event.get('code')
+        status = 'info' if code in APPLICATION_XIDS else 'reject' if code in FATAL_XIDS else 'marginal'
+        findings.append({'check': 'gpu_xid', 'subject': event.get('bus_id') or 'gpu', 'status': status, 'expected': 'no Xid during validation',
+                         'actual': 'Xid %s' % code, 'blocking': False,
+                         'detail': 'Xid %s on GPU %s during validation: %s' % (code, event.get('bus_id'), (event.get('line') or '').strip()),
                          'verbatim': [event.get('line') or '']})
     return findings
 

@@ -13,14 +13,20 @@ The record::
 
     {schema, node, tier, run,                 who and which run
      slot, candidates,                        the node's block of test ports and its peers in the order it asks them
-     healthy_peers, peer_findings,            the peers' own health check, a finding when none is healthy
+     peer_qualification,                      the known-good peers graded for the node's tier: {peer: {qualified, reasons...}}
+     healthy_peers, peer_findings,            the qualified peers in the node's order, a finding when none is
      tests_skipped,                           why the tier tests do not run (None while they may)
-     tests_started, plan_seconds,             when the tests began (the kernel-log window opens there); their planned time
+     tests_started, plan_seconds,             when the tests began, epoch seconds on the node's clock (the kernel-log window
+                                              opens there); their planned time
+     queue: {tries, waited_s},                the tries for a peer since the last pass began, none taken (the node queues again)
      passes: [{kind, peer, lease, retest_tests, measurements, expected, findings, nccl_transport, lost, done}],
      link_findings,                           link events and AER over the whole test window (the last kernel-log read)
      lost_peers, tried_peers,                 peers that went away while the node was on them; every peer it took
      first_verdict, suspect_peer,             the first peer's verdict when a second re-tested; the first peer as suspect
      broke}                                   where and why the run broke (None while it has not)
+
+A node that finds every peer busy tries for a while (``lease_try``: how long, growing with each try), then goes back in the
+queue (``queued``) and gives its Ansible worker back until its next try; the tries end when a pass begins.
 
 A pass is ``peer`` (the tests against a known-good peer; after a lost peer, another ``peer`` pass on the next),
 ``retest`` (the rejected re-testable tests on a second peer) or ``local`` (the tests that need no peer, while the
@@ -38,9 +44,10 @@ SCHEMA = 'gpufleet.netval/node-run'
 PEER, RETEST, LOCAL = 'peer', 'retest', 'local'
 PASS_KINDS = (PEER, RETEST, LOCAL)
 # Findings of the kernel log, read over the whole window: a later read replaces an earlier one's.
-KERNEL_CHECKS = ('link_flap', 'pcie_aer')
+KERNEL_CHECKS = ('link_flap', 'pcie_aer', 'gpu_xid')
 CHECK_MODE = 'check mode: preflight only'
 NO_HEALTHY_PEER = 'no healthy known-good peer'
+NOT_QUEUED = {'tries': 0, 'waited_s': 0.0}
 
 
 class NodeRunError(ValueError):
@@ -53,11 +60,21 @@ def _copy(record):
     return copy.deepcopy(record)
 
 
+def _epoch(started):
+    """Epoch seconds (an int) from what the node's clock read, or None when it read nothing."""
+    if started in (None, ''):
+        return None
+    try:
+        return int(float(started))
+    except (TypeError, ValueError):
+        raise NodeRunError('the tests\' start is epoch seconds read on the node, got %r' % (started,))
+
+
 def new(node, tier=None, run=None):
     """The record of a node whose run just began."""
     return {'schema': SCHEMA, 'node': node, 'tier': tier, 'run': run, 'slot': None, 'candidates': [],
-            'healthy_peers': [], 'peer_findings': [], 'tests_skipped': None, 'tests_started': None, 'plan_seconds': None,
-            'passes': [], 'link_findings': [], 'lost_peers': [], 'tried_peers': [],
+            'peer_qualification': {}, 'healthy_peers': [], 'peer_findings': [], 'tests_skipped': None, 'tests_started': None,
+            'plan_seconds': None, 'queue': dict(NOT_QUEUED), 'passes': [], 'link_findings': [], 'lost_peers': [], 'tried_peers': [],
             'first_verdict': None, 'suspect_peer': None, 'broke': None}
 
 
@@ -69,22 +86,20 @@ def place(record, slot, candidates):
     return record
 
 
-def check_peers(record, health_results):
-    """The healthy peers, the node's preferred one first, from the run's one health check of every peer; with none, a
-    finding that says so (unknown, blocking: the node cannot be measured, which is never its fault)."""
+def check_peers(record, qualification):
+    """The qualified peers, the node's preferred one first, from the run's one qualification of every peer graded for the
+    node's tier (peer_policy.qualify_peers); with none, a finding that says so and why each candidate was not (unknown,
+    blocking: the node cannot be measured, which is never its fault)."""
     record = _copy(record)
-    healthy = peer_policy.healthy_peers(health_results, record['candidates'])
-    record['healthy_peers'] = healthy
-    record['peer_findings'] = [] if healthy else [{
-        'check': 'peer_health', 'subject': (record['candidates'] or ['known_good_peers'])[0], 'status': 'unknown',
-        'blocking': True, 'expected': 'a healthy known-good peer', 'actual': 'none reachable with an Active RDMA port',
-        'detail': "no healthy known-good peer: the node could not be measured (not the node's fault)"}]
+    record['peer_qualification'] = copy.deepcopy(dict(qualification or {}))
+    record['healthy_peers'] = peer_policy.healthy_peers(record['peer_qualification'], record['candidates'])
+    record['peer_findings'] = peer_policy.peer_findings(record['peer_qualification'], record['candidates'])
     return record
 
 
 def after_preflight(record, blocking, check_mode=False, started=None, plan_seconds=None):
     """Whether the tier tests may run after preflight (``blocking``: its blocking findings); ``started``: when they
-    begin (the end of preflight, which read the kernel log up to then); ``plan_seconds``: their planned time (the
+    begin, epoch seconds read on the node (the end of preflight, which read the kernel log up to then); ``plan_seconds``: their planned time (the
     run's prediction reads it), kept only when they run."""
     record = _copy(record)
     if check_mode:
@@ -93,20 +108,48 @@ def after_preflight(record, blocking, check_mode=False, started=None, plan_secon
         record['tests_skipped'] = NO_HEALTHY_PEER
     elif blocking:
         record['tests_skipped'] = 'preflight found blocking problems: ' + '; '.join(str(f.get('detail')) for f in blocking)
-    record['tests_started'] = started
+    record['tests_started'] = _epoch(started)
     record['plan_seconds'] = None if record['tests_skipped'] else plan_seconds
     return record
 
 
+def _queue(record):
+    return record.get('queue') or dict(NOT_QUEUED)
+
+
+def queued(record, waited_s):
+    """A try for a peer ended with none taken (``waited_s``: how long it tried): the node queues again."""
+    record = _copy(record)
+    queue = _queue(record)
+    record['queue'] = {'tries': queue['tries'] + 1, 'waited_s': round(queue['waited_s'] + max(0.0, float(waited_s or 0)), 3)}
+    return record
+
+
+def lease_try(record, first_s, growth, total_s):
+    """How long the node's next try for a peer may wait: ``first_s`` x ``growth`` ** tries so far (so a long wait costs few
+    tries: about log(total_s / first_s) / log(growth)), never beyond what is left of ``total_s`` seconds of trying;
+    ``last`` when that is all that is left (a try that takes no peer then ends the wait).  {wait_s, last, tries, waited_s}.
+    Pure: the same record gives the same answer however often a task asks."""
+    queue = _queue(_copy(record))
+    left = max(0.0, float(total_s) - queue['waited_s'])
+    wait = float(first_s) * float(growth) ** queue['tries']
+    return {'wait_s': int(min(wait, left)), 'last': wait >= left, 'tries': queue['tries'], 'waited_s': queue['waited_s']}
+
+
 def start_pass(record, kind, peer=None, lease=None, retest_tests=()):
-    """A pass begins: against ``peer`` under ``lease`` (peer_lease's result: waited_s, acquired_at), or local."""
+    """A pass begins: against ``peer`` under ``lease`` (peer_lease's result: waited_s, acquired_at), or local.  A peer
+    pass ends the node's tries: its lease's waited_s counts every try."""
     if kind not in PASS_KINDS:
         raise NodeRunError('a pass is %s, got %r' % (', '.join(PASS_KINDS), kind))
     if kind != LOCAL and not peer:
         raise NodeRunError('a %s pass needs the peer it runs against' % kind)
     record = _copy(record)
-    record['passes'].append({'kind': kind, 'peer': peer if kind != LOCAL else None,
-                             'lease': dict((k, (lease or {}).get(k)) for k in ('waited_s', 'acquired_at')) if kind != LOCAL else None,
+    lease = dict((k, (lease or {}).get(k)) for k in ('waited_s', 'acquired_at')) if kind != LOCAL else None
+    if lease is not None:
+        queue = _queue(record)
+        lease.update(waited_s=round(queue['waited_s'] + float(lease['waited_s'] or 0), 3), tries=queue['tries'] + 1)
+        record['queue'] = dict(NOT_QUEUED)
+    record['passes'].append({'kind': kind, 'peer': peer if kind != LOCAL else None, 'lease': lease,
                              'retest_tests': list(retest_tests or []), 'measurements': [], 'expected': [], 'findings': [],
                              'nccl_transport': None, 'lost': None, 'done': False})
     if kind != LOCAL:
@@ -137,9 +180,10 @@ def finish_pass(record, outputs):
 
 
 def read_kernel(record, kernel_result):
-    """Link events and AER since the tests began (gpu_info's kernel-log read over every pass so far)."""
+    """Link events, AER and Xids since the tests began (gpu_info's kernel-log read over every pass so far); an event
+    the node's journal dates before the window never counts."""
     record = _copy(record)
-    record['link_findings'] = measurements.link_flap_findings(kernel_result or {})
+    record['link_findings'] = measurements.link_flap_findings(kernel_result or {}, record['tests_started'])
     return record
 
 
@@ -242,9 +286,9 @@ def timeline(record):
 TRANSITIONS = {
     'place': place, 'check_peers': check_peers, 'after_preflight': after_preflight, 'start_pass': start_pass,
     'finish_pass': finish_pass, 'read_kernel': read_kernel, 'break_run': break_run, 'keep_first_verdict': keep_first_verdict,
-    'suspect': suspect,
+    'suspect': suspect, 'queued': queued,
 }
-QUERIES = {'verdict_inputs': verdict_inputs, 'peers_left': peers_left, 'timeline': timeline}
+QUERIES = {'verdict_inputs': verdict_inputs, 'peers_left': peers_left, 'timeline': timeline, 'lease_try': lease_try}
 
 
 def apply(record, name, args=None):

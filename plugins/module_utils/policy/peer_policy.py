@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which known-good peer measures a node, whether a second peer re-tests it, and how the two peers' figures merge.
 
-Pure functions: the filters peer_order, first_peers, lost_peer, retest_peer, retest_tests and promotable call them from
-validate.yml and its roles, and node_run's transitions (policy/node_run.py) the others (healthy peers, giving up a
-place in the queue, the merge of a re-test, the suspect peer).  No Ansible import.
+Pure functions: the filters peer_order, first_peers, qualify_peers, lost_peer, retest_peer, retest_tests and promotable
+call them from validate.yml and its roles, and node_run's transitions (policy/node_run.py) the others (healthy peers, giving
+up a place in the queue, the merge of a re-test, the suspect peer).  A known-good peer is qualified at the start of every
+run (qualify_peers: the node's preflight reads graded for its tier) before it measures anyone.  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +15,7 @@ __metaclass__ = type
 from collections.abc import Mapping
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.preflight import preflight_findings
 
 
 class PeerPolicyError(ValueError):
@@ -40,21 +42,80 @@ def peer_order(node, nodes, peers, explicit=None):
     return [first] + [p for p in peers if p != first]
 
 
-def healthy_peers(health_results, order=None):
-    """The peers whose own health check (a looped rdma_info delegated to each) found a live RDMA port, in loop order, or
-    in ``order`` (a node's peer_order; peers not in it are left out) - one check per peer serves every node.
+# What a known-good peer must show before it measures anyone, as preflight grades it for the node's tier: its rails Active at
+# the tier's rate, its PCIe links, its firmware; its GPUs too where the tier runs NCCL (the peer's ranks use them).  A peer's
+# GPUDirect mode is not needed: its end of every GPUDirect test is host memory.
+PEER_CHECKS = ('tool', 'port_state', 'port_rate', 'nic_count', 'pcie_link', 'firmware_min_version', 'firmware_uniform', 'firmware_read')
+PEER_GPU_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc', 'fabric_manager', 'persistence_mode')
 
-    A skipped, unreachable or failed check, or one with no live port, leaves that peer out.
+
+def qualify_peer(result, profile):
+    """{qualified, reasons, notes, checked} of one peer from its delegated preflight_info result (a loop item's), graded as
+    preflight grades a node of ``profile``'s tier.  A peer that could not be reached or read, or whose qualifying findings
+    are marginal or reject, is not qualified; unknown findings are notes (a tool missing on the peer proves nothing against it).
     """
-    healthy = []
-    for result in health_results or []:
-        if not isinstance(result, dict) or result.get('skipped') or result.get('unreachable') or result.get('failed'):
-            continue
-        if result.get('live_ports'):
-            healthy.append(result.get('item'))
+    if not isinstance(result, Mapping) or result.get('skipped'):
+        return {'qualified': False, 'reasons': ['not checked'], 'notes': [], 'checked': []}
+    if result.get('unreachable'):
+        return {'qualified': False, 'reasons': ['cannot be reached: %s' % ' '.join(str(result.get('msg') or 'unreachable').split())],
+                'notes': [], 'checked': []}
+    reads = result.get('reads')
+    if result.get('failed') or not isinstance(reads, Mapping):
+        return {'qualified': False, 'reasons': ['its reads failed: %s' % ' '.join(str(result.get('msg') or 'no reads').split())],
+                'notes': [], 'checked': []}
+    checks = PEER_CHECKS + (PEER_GPU_CHECKS if ((profile.get('tests') or {}).get('nccl') or {}).get('enabled') else ())
+    found = [f for f in preflight_findings(dict(reads), profile) if f.get('check') in checks]
+    reasons = ['%s: %s' % (f['check'], f.get('detail')) for f in found if f.get('status') in ('marginal', 'reject')]
+    if not (reads.get('rdma') or {}).get('live_ports'):
+        reasons.append('no live RDMA port')
+    notes = ['%s: %s' % (f['check'], f.get('detail')) for f in found if f.get('status') == 'unknown']
+    return {'qualified': not reasons, 'reasons': reasons, 'notes': notes, 'checked': sorted(set(f['check'] for f in found))}
+
+
+def qualify_peers(results, profile):
+    """{peer: qualify_peer(...)} for the looped, delegated preflight_info results of the known-good peers."""
+    qualified = {}
+    for result in results or []:
+        if isinstance(result, Mapping) and result.get('item'):
+            qualified[str(result['item'])] = qualify_peer(result, profile)
+    return qualified
+
+
+def healthy_peers(qualification, order=None):
+    """The qualified peers (qualify_peers), in ``order`` (a node's peer_order; peers not in it are left out) or sorted."""
+    qualification = qualification if isinstance(qualification, Mapping) else {}
+    good = [peer for peer, entry in qualification.items() if isinstance(entry, Mapping) and entry.get('qualified')]
     if order is not None:
-        return [peer for peer in order or [] if peer in healthy]
-    return [peer for peer in healthy if peer]
+        return [peer for peer in order or [] if peer in good]
+    return sorted(good)
+
+
+def peer_findings(qualification, order):
+    """[] when a peer of ``order`` is qualified; else the one finding that the node has none (unknown, blocking, ours: the node
+    could not be measured), naming why each candidate was not."""
+    if healthy_peers(qualification, order):
+        return []
+    qualification = qualification if isinstance(qualification, Mapping) else {}
+    why = ['%s: %s' % (peer, ((qualification.get(peer) or {}).get('reasons') or ['not checked'])[0]) for peer in order or []]
+    return [{'check': 'peer_health', 'subject': (list(order or []) or ['known_good_peers'])[0], 'status': 'unknown', 'blocking': True,
+             'expected': 'a qualified known-good peer', 'actual': 'none qualified',
+             'detail': 'no qualified known-good peer (%s): the node could not be measured (not the node\'s fault)'
+                       % ('; '.join(why) or 'none in the inventory')}]
+
+
+def merge_qualifications(views):
+    """One qualification per peer from each node's (the nodes of a run may differ in tier): qualified only where every
+    view qualified it, the reasons and notes of all of them, each once."""
+    merged = {}
+    for view in views or []:
+        for peer, entry in sorted((view or {}).items() if isinstance(view, Mapping) else []):
+            if not isinstance(entry, Mapping):
+                continue
+            into = merged.setdefault(peer, {'qualified': True, 'reasons': [], 'notes': [], 'checked': []})
+            into['qualified'] = into['qualified'] and bool(entry.get('qualified'))
+            for key in ('reasons', 'notes', 'checked'):
+                into[key] += [item for item in entry.get(key) or [] if item not in into[key]]
+    return merged
 
 
 def first_peers(healthy, explicit=None):
@@ -165,6 +226,7 @@ def suspect_peer(first_peer_tests, final_tests, first_peer):
         second = final.get((first.get('metric'), first.get('subject')))
         if second and second.get('status') == 'healthy' and second.get('peer') and second.get('peer') != first_peer:
             figures.append({'metric': first.get('metric'), 'subject': first.get('subject'), 'unit': first.get('unit'),
+                            'peer_device': first.get('peer_device'),
                             'first_peer': first_peer, 'first_value': first.get('value'), 'first_status': first.get('status'),
                             'second_peer': second.get('peer'), 'second_value': second.get('value'), 'second_status': 'healthy'})
     return {'peer': first_peer, 'figures': figures} if figures and first_peer else {}

@@ -53,11 +53,19 @@ DEFAULTS = {
     # all: every enabled test; peer: only those that need a peer (under its lease); local: only those that do
     # not (while the node waits for a peer, or after it gave it back).
     'phase': 'all',
+    # The node's GPUDirect end (policy/gpudirect.perftest_options): use_cuda_dmabuf, cuda_device_order, by_bus_id.
+    'gdr': {},
+    # nvidia-smi index -> PCI address of the node's GPUs (gpu_info gpus), to name a GPU by --use_cuda_bus_id.
+    'gpu_bus_ids': {},
+    # {test name: reason} of tests a failed GPU prerequisite rules out (preflight.gpu_test_blockers): expected, not run.
+    'blocked': {},
     # The site's RDMA traffic class (netval_roce_tclass): every RoCE perftest run's -T and NCCL_IB_TC; None leaves the defaults.
     'traffic_class': None,
     # The NCCL variables the operator sets himself (netval_nccl_env): the plan leaves those settings to him.
     'nccl_env_names': [],
 }
+# The error_class of a figure a failed GPU prerequisite kept from running (verdict.GPU_PREREQUISITE).
+GPU_PREREQUISITE = 'gpu_prerequisite'
 PHASES = ('all', 'peer', 'local')
 # The runbook's direction: the node receives (its server, the peer's client), so the node's rings, IRQs and
 # rx_discards_phy carry the traffic.  A tier may add the reverse (``directions: [receive, send]`` under a test).
@@ -93,6 +101,9 @@ def _options(options):
             raise PlanError('plan option %s must not be negative, got %r' % (key, merged[key]))
     if merged['phase'] not in PHASES:
         raise PlanError('plan option phase must be one of %s, got %r' % (', '.join(PHASES), merged['phase']))
+    for key in ('gdr', 'gpu_bus_ids', 'blocked'):
+        if not isinstance(merged[key], dict):
+            raise PlanError('plan option %s must be a mapping, got %r' % (key, merged[key]))
     tclass = merged['traffic_class']
     # An extra var (-e netval_roce_tclass=106) arrives as text.
     if isinstance(tclass, str) and tclass.strip().isdigit():
@@ -135,9 +146,12 @@ def hca_pairs(node_ports, peer_ports, rails_map=None, peer_name='the peer'):
     return rails.rail_pairs(node_ports, peer_ports, rails_map, peer_name)[0]
 
 
-def _expect(metric, subject, reason=None, direction=RECEIVE):
-    return {'id': _figure_id(metric, subject, direction) if subject is not None else '%s:*' % metric, 'metric': metric,
-            'subject': subject, 'test': catalogue.test_of_metric(metric), 'reason': reason}
+def _expect(metric, subject, reason=None, direction=RECEIVE, error_class=None):
+    expected = {'id': _figure_id(metric, subject, direction) if subject is not None else '%s:*' % metric, 'metric': metric,
+                'subject': subject, 'test': catalogue.test_of_metric(metric), 'reason': reason}
+    if error_class:
+        expected['error_class'] = error_class
+    return expected
 
 
 class _Ports(object):
@@ -172,14 +186,16 @@ def _figure_id(metric, subject, direction):
 
 
 def _ends(pair, direction, gpu, options):
-    """The server and client ends of one session: which box, which device, and (GDR) the node's GPU on the node's end.
+    """The server and client ends of one session: which box, which device, and (GDR) the node's GPU on the node's end, by its
+    PCI address where the node's perftest takes one (--use_cuda_bus_id), else by ordinal.
 
     The client's handshake goes to the server's address on this rail, else to the server box's control address.
     """
+    bus_id = options['gpu_bus_ids'].get(str(gpu)) if gpu is not None and options['gdr'].get('by_bus_id') else None
     node = {'on': 'node', 'device': pair['device'], 'ib_port': pair['ib_port'], 'gid_index': pair['gid_index'], 'use_cuda': gpu,
-            'address': pair.get('ipv4') or options['node_control_address']}
+            'use_cuda_bus_id': bus_id, 'address': pair.get('ipv4') or options['node_control_address']}
     peer = {'on': 'peer', 'device': pair['peer_device'], 'ib_port': pair['peer_ib_port'], 'gid_index': pair['peer_gid_index'],
-            'use_cuda': None, 'address': pair.get('peer_ipv4') or options['peer_control_address']}
+            'use_cuda': None, 'use_cuda_bus_id': None, 'address': pair.get('peer_ipv4') or options['peer_control_address']}
     server, client = (node, peer) if direction == RECEIVE else (peer, node)
     client = dict(client, connect_to=server['address'])
     return server, client
@@ -207,6 +223,11 @@ def _perftest_run(entry, pair, params, options, ports, metric, direction, gpu=No
         run['tclass'] = options['traffic_class']
     else:
         run['tclass'] = None
+    gdr = options['gdr'] if gpu is not None else {}
+    # A CUDA server initialises its GPU before it listens: the profile's ready timeout (eight of them start at once).
+    run['use_cuda_dmabuf'] = bool(gdr.get('use_cuda_dmabuf'))
+    run['cuda_device_order'] = gdr.get('cuda_device_order')
+    run['ready_timeout'] = params.get('server_ready_timeout') if gpu is not None else None
     return run
 
 
@@ -362,6 +383,16 @@ def _plan_node_test(entry, params, pairs, path, options, expected):
     return [run]
 
 
+def _blocked(entry, pairs, reason, expected):
+    """The figures of a test a failed GPU prerequisite rules out: expected with the prerequisite's words, nothing run."""
+    for metric in entry['metrics']:
+        if entry['scope'] == catalogue.SCOPE_GPU_NIC:
+            for pair in pairs:
+                expected.append(_expect(metric, pair['device'], reason, error_class=GPU_PREREQUISITE))
+        else:
+            expected.append(_expect(metric, NODE_SUBJECTS.get(entry['module']), reason, error_class=GPU_PREREQUISITE))
+
+
 # NCCL settings the plan decides from the tested rails; a profile that names them (an older contract's gid_index: 3) is
 # not followed: they come from the ports themselves, or from the operator's netval_nccl_env.
 NCCL_PLANNED = {'ib_hca': 'NCCL_IB_HCA', 'gid_index': 'NCCL_IB_GID_INDEX', 'ib_tc': 'NCCL_IB_TC'}
@@ -423,7 +454,9 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     retest_only, retest_tests, node_address / peer_address (the inventory's fabric addresses of the boxes, else the
     rails' own), node_control_address / peer_control_address (where a perftest handshake goes when the server's rail
     has no address), node_name / peer_name (for the reasons), rails_map (netval_rails), traffic_class
-    (netval_roce_tclass), nccl_env_names, phase (all, peer: the tests that need a peer, local: those that do not).
+    (netval_roce_tclass), nccl_env_names, phase (all, peer: the tests that need a peer, local: those that do not),
+    gdr (the node's GPUDirect end), gpu_bus_ids and blocked ({test: reason}: tests a failed GPU prerequisite rules out,
+    their figures expected with the reason).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
     perftest tests], batches: {perftest test name: [perftest_batches(...)]}, expected: [{id, metric, subject, test,
@@ -445,6 +478,9 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
         if options['phase'] != 'all' and entry['needs_peer'] != (options['phase'] == 'peer'):
             continue
         params = tests_params.get(entry['name']) or {}
+        if entry['name'] in options['blocked']:
+            _blocked(entry, pairs, options['blocked'][entry['name']], plan['expected'])
+            continue
         if entry['needs_peer'] and entry['module'] == 'perftest' and not pairs:
             for metric in entry['metrics']:
                 plan['expected'].append(_expect(metric, None, 'no rail pair between the node and its peer: %s'
@@ -483,7 +519,8 @@ def repeated_batches(batches, repeats):
     return out
 
 
-SHARED_PERFTEST = ('tool', 'size', 'tx_depth', 'qps', 'duration', 'report_gbits', 'tclass')
+SHARED_PERFTEST = ('tool', 'size', 'tx_depth', 'qps', 'duration', 'report_gbits', 'tclass', 'use_cuda_dmabuf', 'cuda_device_order',
+                   'ready_timeout')
 
 
 def perftest_batches(runs):
@@ -502,10 +539,11 @@ def perftest_batches(runs):
         batch['runs'].append(run)
         server, client = run['server'], run['client']
         batch['servers'].append({'id': run['id'], 'device': server['device'], 'ib_port': server['ib_port'], 'port': run['port'],
-                                 'gid_index': server['gid_index'], 'use_cuda': server['use_cuda'], 'timeout': run['server_timeout']})
+                                 'gid_index': server['gid_index'], 'use_cuda': server['use_cuda'],
+                                 'use_cuda_bus_id': server.get('use_cuda_bus_id'), 'timeout': run['server_timeout']})
         batch['clients'].append({'id': run['id'], 'server': client['connect_to'], 'device': client['device'],
                                  'ib_port': client['ib_port'], 'port': run['port'], 'gid_index': client['gid_index'],
-                                 'use_cuda': client['use_cuda'], 'timeout': run['timeout']})
+                                 'use_cuda': client['use_cuda'], 'use_cuda_bus_id': client.get('use_cuda_bus_id'), 'timeout': run['timeout']})
     for batch in batches:
         del batch['key']
     return batches

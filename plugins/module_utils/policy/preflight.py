@@ -18,20 +18,22 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.kernel_log import APPLICATION_XIDS, FATAL_XIDS, ROW_REMAP_XIDS
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.pcie import normalize_bdf
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.rdma import STATE_ACTIVE
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import gpudirect
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import rails
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy.verdict import HEALTHY, INFO, MARGINAL, REJECT, UNKNOWN
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.verdict import HEALTHY, INFO, MARGINAL, REJECT, UNKNOWN, line_may_reject
 
-# Xid codes that mean the GPU or its link is broken (NVIDIA's Xid catalogue):
-# 48 DBE, 63/64 row remapping events, 74 NVLink, 79 fell off the bus, 92/94/95 ECC.
-FATAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
+# A provider's burn-in leaves application Xids behind (information); row-remapping events are graded by the remapping state.
 # Modules without which RDMA tests cannot run at all.
 RDMA_CORE_MODULES = ('mlx5_core', 'mlx5_ib', 'ib_uverbs', 'ib_core')
 
 
 def finding(check, subject, status, expected, actual, detail, blocking=False, verbatim=None):
+    # Blocking stops the tier tests: for a hardware fact (reject) or a setup that makes every figure meaningless (marginal).
     return {'check': check, 'subject': subject, 'status': status, 'expected': expected, 'actual': actual,
-            'detail': detail, 'blocking': bool(blocking and status == REJECT), 'verbatim': verbatim or []}
+            'detail': detail, 'blocking': bool(blocking and status in (REJECT, MARGINAL)), 'verbatim': verbatim or []}
 
 
 def _ports(rdma):
@@ -57,12 +59,9 @@ def check_gpus(gpu, profile):
                                     '%s of %s GPUs visible to nvidia-smi' % (count or 0, expected), blocking=True))
         else:
             findings.append(finding('gpu_count', 'gpus', HEALTHY, expected, count, '%s GPUs visible' % count))
+    by_bus = dict((entry.get('bus_id'), entry) for entry in gpu.get('gpus') or [] if entry.get('bus_id'))
     for event in gpu.get('xid_events') or []:
-        code = event.get('code')
-        status = REJECT if code in FATAL_XIDS else MARGINAL
-        findings.append(finding('gpu_xid', event.get('bus_id') or 'gpu', status, 'no Xid errors', 'Xid %s' % code,
-                                'kernel log: %s' % (event.get('line') or event.get('message') or 'Xid %s' % code).strip(),
-                                blocking=True, verbatim=[event.get('line')] if event.get('line') else None))
+        findings.append(xid_finding(event, by_bus, gpu.get('nvidia_smi') == 'present'))
     for entry in gpu.get('gpus') or []:
         subject = entry.get('bus_id') or str(entry.get('index'))
         uncorrectable = _ecc_total(entry, 'uncorrectable_total')
@@ -74,6 +73,52 @@ def check_gpus(gpu, profile):
     return findings
 
 
+def _gpu_state(entry):
+    """(status, words) of what a GPU shows now: uncorrectable ECC or a remapping failure (reject), pages or rows waiting
+    for a reset (marginal), else healthy."""
+    remap = entry.get('remapped_rows') or {}
+    uncorrectable = _ecc_total(entry, 'uncorrectable_total')
+    if uncorrectable or remap.get('failure'):
+        return REJECT, '%s uncorrectable ECC errors, row remapping failure %s' % (uncorrectable, bool(remap.get('failure')))
+    pending = [name for name, value in (('retired pages', (entry.get('retired_pages') or {}).get('pending')),
+                                        ('remapped rows', remap.get('pending'))) if value]
+    if pending:
+        return MARGINAL, '%s pending a GPU reset' % ' and '.join(pending)
+    return HEALTHY, 'no uncorrectable ECC error and nothing pending'
+
+
+def xid_finding(event, gpus_by_bus, inventory_read):
+    """One Xid of the kernel log before the tests, graded by what it left: an application's Xid is information; a row-remapping
+    event by the remapping state; any other fatal Xid by the GPU's state now (gone from nvidia-smi: reject, blocking; uncorrectable
+    ECC or a remapping failure: reject; something pending a reset: marginal; clean: information).  Another Xid is marginal."""
+    code = event.get('code')
+    bus = event.get('bus_id')
+    line = (event.get('line') or event.get('message') or 'Xid %s' % code).strip()
+    subject = bus or 'gpu'
+    verbatim = [event.get('line')] if event.get('line') else None
+    if code in APPLICATION_XIDS:
+        return finding('gpu_xid', subject, INFO, 'no GPU-fault Xid', 'Xid %s' % code,
+                       'kernel log: %s (Xid %s is raised by a program, not a GPU fault: recorded)' % (line, code), verbatim=verbatim)
+    if code not in FATAL_XIDS:
+        return finding('gpu_xid', subject, MARGINAL, 'no Xid errors', 'Xid %s' % code, 'kernel log: %s' % line, verbatim=verbatim)
+    entry = gpus_by_bus.get(bus)
+    if entry is None:
+        if not inventory_read or bus is None:
+            return finding('gpu_xid', subject, UNKNOWN, 'the GPU state after Xid %s' % code, 'Xid %s' % code,
+                           'kernel log: %s; the GPU state it left could not be read (no nvidia-smi inventory)' % line, verbatim=verbatim)
+        return finding('gpu_xid', subject, REJECT, 'GPU %s present after Xid %s' % (bus, code), 'Xid %s' % code,
+                       'kernel log: %s; GPU %s is gone from nvidia-smi' % (line, bus), blocking=True, verbatim=verbatim)
+    status, words = _gpu_state(entry)
+    if code in ROW_REMAP_XIDS:
+        remap = entry.get('remapped_rows') or {}
+        status = REJECT if remap.get('failure') else MARGINAL if remap.get('pending') else INFO
+        words = 'row remapping failure %s, remapping pending %s' % (bool(remap.get('failure')), bool(remap.get('pending')))
+    elif status == HEALTHY:
+        status = INFO
+    return finding('gpu_xid', subject, status, 'the GPU left without damage', 'Xid %s' % code,
+                   'kernel log: %s; GPU %s now: %s' % (line, bus, words), verbatim=verbatim)
+
+
 def _ecc_total(gpu, key):
     """The larger of the volatile and aggregate ECC count ``key`` (0 when nvidia-smi reports neither)."""
     ecc = gpu.get('ecc_errors') or {}
@@ -83,7 +128,8 @@ def _ecc_total(gpu, key):
 # The checks a tier's ``preflight:`` mapping configures, with what each entry needs besides its severity.
 CONFIGURED_CHECKS = {
     'hugepages_cmdline': {'default_size': 'a page size such as 1G or 2M, or null for any'},
-    'firmware_min_version': {'versions': 'a mapping of NIC model (PSID or part number) to its minimum firmware version'},
+    'firmware_min_version': {'versions': 'a mapping of NIC model (PSID, part number or model name such as ConnectX-7) to its minimum '
+                                         'firmware version'},
     'firmware_uniform': {},
     'gpu_ecc_correctable': {'max': 'the most correctable ECC errors a GPU may have at delivery'},
     'gpu_pages_pending': {},
@@ -94,6 +140,11 @@ CONFIGURED_CHECKS = {
     'rail_mtu': {'ethernet_min': 'the least MTU an Ethernet (RoCE) rail netdev may have (IPoIB rails keep their own)'},
     'link_ber': {'effective_max': "the highest effective (post-FEC) physical BER mlxlink may report on a live link",
                  'raw_max': 'the highest raw (pre-FEC) physical BER, or null not to grade it'},
+    'dcgm_hostengine': {},
+    'fabric_manager': {},
+    'persistence_mode': {},
+    'pcie_acs': {},
+    'thermal_throttle': {'clock_reasons': 'the nvidia-smi clock event reasons that count as throttling (hw_slowdown, ...)'},
 }
 
 
@@ -224,8 +275,12 @@ def check_ports(rdma, profile, live_only=False, selection=None):
     return findings
 
 
-def _pcie_ok(link, alternatives):
+def _pcie_ok(link, alternatives, capability=None):
+    """Whether ``link`` meets one of the profile's alternatives; an alternative with ``card_max_gts`` applies only to a card whose
+    own capability (LnkCap) is at most that (100GbE on a Gen3 x16 card: the lab notes call 8GT/s x16 the right negotiation)."""
     for alt in alternatives:
+        if alt.get('card_max_gts') is not None and (capability is None or float(capability) > float(alt['card_max_gts'])):
+            continue
         if (link.get('speed') or 0) >= alt.get('speed_gts', 0) and (link.get('width') or 0) >= alt.get('width', 0):
             return True
     return False
@@ -246,9 +301,13 @@ def is_virtual_function(device):
 
 
 def check_pcie(pcie, profile, rdma=None, selection=None):
+    """Each NIC's PCIe link: below its own capability (degraded) is a hardware fact (reject); at its capability but below the
+    profile's line is a reject where the line is the runbook's or the contract's (``pcie.source``), marginal where it is ours.
+    Only the rails are graded (``selection``, policy/rails.py)."""
     findings = []
     rail_pcis = _rail_pcis(selection)
     alternatives = (profile.get('pcie') or {}).get('nic') or []
+    below_line = REJECT if line_may_reject(profile.get('pcie')) else MARGINAL
     # Name NICs the way operators and perftest do (mlx5_0), not only by PCI address.
     names = {}
     for name, info in ((rdma or {}).get('devices') or {}).items():
@@ -267,23 +326,31 @@ def check_pcie(pcie, profile, rdma=None, selection=None):
         device = dict(device, lspci_lines=_lspci_verbatim(device))
         actual = 'LnkSta %sGT/s x%s, LnkCap %sGT/s x%s' % (_g(link.get('current_speed_gts')), link.get('current_width'),
                                                            _g(link.get('max_speed_gts')), link.get('max_width'))
-        expected = ' or '.join('%sGT/s x%s' % (_g(a['speed_gts']), a['width']) for a in alternatives) or 'its capability'
+        capability = link.get('max_speed_gts')
+        expected = ' or '.join('%sGT/s x%s%s' % (_g(a['speed_gts']), a['width'], _card(a)) for a in alternatives) or 'its capability'
         status = assessment.get('status')
         if status == 'degraded':
             findings.append(finding('pcie_link', label, REJECT, expected, actual,
                                     'NIC %s at %s: %s (%s)' % (label, device.get('bdf'), actual, assessment.get('reason', 'link below capability')),
                                     verbatim=device.get('lspci_lines')))
         elif status == 'slot_limited':
-            findings.append(finding('pcie_link', label, REJECT if alternatives and not _pcie_ok(current, alternatives) else MARGINAL,
+            findings.append(finding('pcie_link', label, below_line if alternatives and not _pcie_ok(current, alternatives, capability) else MARGINAL,
                                     expected, actual, 'NIC %s at %s: slot limit, not a faulty NIC: %s' % (label, device.get('bdf'), assessment.get('reason')),
                                     verbatim=device.get('lspci_lines')))
-        elif alternatives and current['speed'] is not None and not _pcie_ok(current, alternatives):
-            findings.append(finding('pcie_link', label, REJECT, expected, actual,
+        elif alternatives and current['speed'] is not None and not _pcie_ok(current, alternatives, capability):
+            findings.append(finding('pcie_link', label, below_line, expected, actual,
                                     'NIC %s at %s runs %s, the contract needs %s' % (label, device.get('bdf'), actual, expected),
                                     verbatim=device.get('lspci_lines')))
         else:
             findings.append(finding('pcie_link', label, HEALTHY, expected, actual, '%s %s' % (label, actual)))
     return findings
+
+
+def _card(alternative):
+    """' (a Gen3 card)' for an alternative that applies to cards of at most that capability, else ''."""
+    if alternative.get('card_max_gts') is None:
+        return ''
+    return ' (a Gen%s card)' % {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}.get(float(alternative['card_max_gts']), '?')
 
 
 def _g(value):
@@ -293,16 +360,26 @@ def _g(value):
     return str(int(value)) if value == int(value) else str(value)
 
 
-def check_host(host, profile):
+def _cmdline_has(tokens, wanted):
+    """The cmdline token that satisfies ``wanted``: the same token, or for ``name=`` (any value) the first ``name=<value>``."""
+    if wanted.endswith('='):
+        return next((token for token in tokens if token.startswith(wanted) and len(token) > len(wanted)), None)
+    return wanted if wanted in tokens else None
+
+
+def check_host(host, profile, gdr=None):
+    """cmdline tokens, hugepages, kernel modules, governor and turbo.  ``gdr`` (gpudirect.decide): nvidia_peermem is required
+    only where it is the node's GPUDirect path."""
     findings = []
     if host is None:
         return findings
     spec = profile.get('host') or {}
-    tokens = set((host.get('cmdline') or {}).get('tokens') or [])
+    tokens = (host.get('cmdline') or {}).get('tokens') or []
     for token in spec.get('cmdline_tokens') or []:
-        present = token in tokens
-        findings.append(finding('cmdline', token, HEALTHY if present else MARGINAL, token, 'present' if present else 'missing',
-                                'kernel cmdline %s %s' % ('has' if present else 'lacks', token)))
+        present = _cmdline_has(tokens, token)
+        shown = token + 'N' if token.endswith('=') else token
+        findings.append(finding('cmdline', token, HEALTHY if present else MARGINAL, shown, present or 'missing',
+                                'kernel cmdline %s %s' % ('has', present) if present else 'kernel cmdline lacks %s' % shown))
     want = spec.get('hugepages_total')
     have = (host.get('hugepages') or {}).get('total')
     if want:
@@ -311,9 +388,12 @@ def check_host(host, profile):
     modules = host.get('modules') or {}
     if modules:
         for name in spec.get('modules') or []:
+            if name == gpudirect.PEERMEM_MODULE and (gdr or {}).get('needs_peermem') is False:
+                continue  # the open kernel modules reach the NIC through dma-buf: nvidia_peermem is not needed
             if name not in modules:
+                # Our driver stack, not the provider's hardware: B, and without the RDMA core no figure means anything.
                 blocking = name in RDMA_CORE_MODULES
-                findings.append(finding('modules', name, REJECT if blocking else MARGINAL, 'loaded', 'missing',
+                findings.append(finding('modules', name, MARGINAL, 'loaded', 'missing',
                                         'kernel module %s is not loaded' % name, blocking=blocking))
     governor = spec.get('governor')
     actual = (host.get('cpu_governor') or {}).get('uniform')
@@ -559,8 +639,38 @@ def _rdma_names(rdma):
     return names
 
 
+# The HCA types sysfs reports (rdma_info hca_type) and the NIC model each is, for firmware floors given per model.
+HCA_MODELS = {'MT4119': 'ConnectX-5', 'MT4121': 'ConnectX-5 Ex', 'MT4123': 'ConnectX-6', 'MT4125': 'ConnectX-6 Dx',
+              'MT4127': 'ConnectX-6 Lx', 'MT4129': 'ConnectX-7', 'MT4131': 'ConnectX-8', 'MT41686': 'BlueField-2',
+              'MT41692': 'BlueField-3'}
+
+
+def _model_key(text):
+    return re.sub(r'[^a-z0-9]', '', str(text or '').lower())
+
+
+def _models_of(device, info, rdma):
+    """The names a contract may give this NIC's model by: PSID, part number, mlxconfig's device type (ConnectX7) and the model
+    of its sysfs HCA type (MT4129: ConnectX-7), each compared without case or punctuation."""
+    fw = info.get('firmware') or {}
+    names = [fw.get('psid'), fw.get('part_number'), (info.get('config') or {}).get('device_type')]
+    for _name, rinfo in sorted(((rdma or {}).get('devices') or {}).items()):
+        if str(rinfo.get('pci_address') or '').lower() == str(device).lower():
+            names.append(HCA_MODELS.get(str(rinfo.get('hca_type') or '').upper()))
+    return [_model_key(name) for name in names if name]
+
+
+def _floor_for(versions, keys):
+    """(model as the contract names it, minimum version) of the first contract entry matching one of the NIC's ``keys``."""
+    for model, floor in sorted((versions or {}).items()):
+        if _model_key(model) in keys:
+            return model, floor
+    return None, None
+
+
 def check_firmware(firmware, profile, rdma=None, selection=None):
-    """Each NIC at or above its model's minimum firmware (contract data, by PSID or part number); one version per model."""
+    """Each NIC at or above its model's minimum firmware (contract data, by PSID, part number or model name); one version per
+    model.  A NIC whose adapter could not be read (mlx_fw_info ``error``) is unknown, on that NIC alone."""
     minimum = _spec(profile, 'firmware_min_version')
     uniform = _spec(profile, 'firmware_uniform')
     names = _rdma_names(rdma)
@@ -570,6 +680,11 @@ def check_firmware(firmware, profile, rdma=None, selection=None):
     for device, info in sorted(((firmware or {}).get('devices') or {}).items()):
         if rail_pcis is not None and str(device).lower() not in rail_pcis:
             continue
+        if info.get('error'):
+            label = '%s (%s)' % (names[device.lower()], device) if device.lower() in names else device
+            findings.append(finding('firmware_read', device, UNKNOWN, 'flint and mlxconfig output', None,
+                                    '%s: firmware and configuration unknown: %s' % (label, info['error'])))
+            continue
         fw = info.get('firmware') or {}
         # A newly burnt image is not active until the NIC resets: the running one is what the tests used.
         version = fw.get('fw_version_running') or fw.get('fw_version')
@@ -578,12 +693,12 @@ def check_firmware(firmware, profile, rdma=None, selection=None):
             continue
         label = '%s (%s)' % (names[device.lower()], device) if device.lower() in names else device
         by_model.setdefault(model, []).append((label, version))
-        versions = (minimum or {}).get('versions') or {}
-        floor = versions.get(fw.get('psid')) or versions.get(fw.get('part_number'))
+        named, floor = _floor_for((minimum or {}).get('versions'), _models_of(device, info, rdma))
         if floor:
             status = HEALTHY if _version(version) >= _version(floor) else minimum['severity']
             findings.append(finding('firmware_min_version', device, status, '>= %s' % floor, version,
-                                    '%s (%s) runs firmware %s, the contract needs %s or later' % (label, model, version, floor)))
+                                    '%s (%s) runs firmware %s, the contract needs %s or later'
+                                    % (label, model if _model_key(named) == _model_key(model) else '%s %s' % (named, model), version, floor)))
     for model, devices in sorted(by_model.items()) if uniform else []:
         seen = sorted(set(version for _device, version in devices), key=_version)
         findings.append(finding('firmware_uniform', model, HEALTHY if len(seen) == 1 else uniform['severity'], 'one version',
@@ -658,6 +773,174 @@ def check_nic_tuning(nic, firmware, profile, selection=None):
     return findings
 
 
+def check_gpudirect(gpu, host, profile):
+    """The node's GPUDirect mode (gpudirect.decide), at a tier that runs the GPUDirect test: healthy when perftest can run it
+    here, unknown (our setup: what to install or load) when it cannot."""
+    if not ((profile.get('tests') or {}).get('gdr') or {}).get('enabled'):
+        return []
+    decided = gpudirect.decide(gpu, host)
+    if decided['mode'] is None:
+        return []
+    if decided['mode'] == gpudirect.NONE:
+        return [finding('gdr_mode', 'gpudirect', UNKNOWN, 'a GPUDirect RDMA path (nvidia_peermem, or dma-buf)', 'none',
+                        'GPUDirect RDMA cannot run on this node: %s' % decided['reason'])]
+    how = ('nvidia_peermem' if decided['mode'] == gpudirect.PEERMEM
+           else 'dma-buf of the open kernel modules (driver %s), perftest --use_cuda_dmabuf' % decided['driver_version'])
+    named = 'PCI address (--use_cuda_bus_id)' if decided['cuda_bus_id'] else 'CUDA ordinal with CUDA_DEVICE_ORDER=PCI_BUS_ID'
+    return [finding('gdr_mode', 'gpudirect', HEALTHY, 'a GPUDirect RDMA path', decided['mode'],
+                    'GPUDirect RDMA through %s, the GPU named by %s' % (how, named))]
+
+
+def _runs(profile, test):
+    return bool(((profile.get('tests') or {}).get(test) or {}).get('enabled'))
+
+
+def check_dcgm_hostengine(gpu, profile):
+    """The DCGM host engine answers dcgmi, at a tier that runs dcgmi diag (else every node's diagnostic fails at the end)."""
+    spec = _spec(profile, 'dcgm_hostengine')
+    dcgm = (gpu or {}).get('dcgm')
+    if spec is None or not _runs(profile, 'dcgmi') or not isinstance(dcgm, dict):
+        return []
+    if dcgm.get('hostengine') == 'unreachable':
+        return [finding('dcgm_hostengine', 'dcgm', spec['severity'], 'nv-hostengine reachable', 'unreachable',
+                        'the DCGM host engine does not answer (`%s`: %s): start it (systemctl enable --now nvidia-dcgm) before dcgmi '
+                        'diag can run' % (dcgm.get('cmd') or 'dcgmi discovery -l', dcgm.get('error') or 'no connection'))]
+    if dcgm.get('hostengine') == 'reachable':
+        return [finding('dcgm_hostengine', 'dcgm', HEALTHY, 'nv-hostengine reachable', 'reachable',
+                        'the DCGM host engine answers (%s GPUs)' % dcgm.get('gpu_count'))]
+    return [finding('dcgm_hostengine', 'dcgm', UNKNOWN, 'nv-hostengine reachable', None,
+                    'whether the DCGM host engine answers is unknown: %s' % (dcgm.get('error') or 'dcgmi gave no answer'))]
+
+
+def check_fabric_manager(gpu, profile):
+    """On an NVSwitch system every GPU finished its handshake with nvidia-fabricmanager (nvidia-smi Fabric: State Completed,
+    Status Success); without it CUDA fails with "system not yet initialized".  GPUs that report no fabric state are not on one."""
+    spec = _spec(profile, 'fabric_manager')
+    if spec is None or gpu is None:
+        return []
+    fabric = [(entry.get('bus_id') or str(entry.get('index')), entry.get('fabric') or {}) for entry in gpu.get('gpus') or []]
+    fabric = [(bus, state) for bus, state in fabric if state.get('state') is not None]
+    if not fabric:
+        return []
+    bad = [(bus, state) for bus, state in fabric if state.get('state') != 'Completed' or state.get('status') not in (None, 'Success')]
+    if not bad:
+        return [finding('fabric_manager', 'nvswitch', HEALTHY, 'Fabric State Completed, Status Success', 'Completed',
+                        'every GPU (%d) finished its NVSwitch fabric handshake' % len(fabric))]
+    shown = ', '.join('%s %s/%s' % (bus, state.get('state'), state.get('status')) for bus, state in bad[:8])
+    return [finding('fabric_manager', 'nvswitch', spec['severity'], 'Fabric State Completed, Status Success', shown,
+                    'NVSwitch fabric not ready on %d of %d GPUs (%s): start nvidia-fabricmanager (systemctl enable --now '
+                    'nvidia-fabricmanager) and wait for State Completed; until then CUDA fails with "system not yet initialized"'
+                    % (len(bad), len(fabric), shown))]
+
+
+def check_persistence_mode(gpu, profile):
+    """Persistence mode on every GPU: without it each CUDA start re-initialises the GPU (seconds, times eight servers at once)."""
+    spec = _spec(profile, 'persistence_mode')
+    if spec is None or gpu is None or not gpu.get('gpus'):
+        return []
+    off = [entry.get('bus_id') or str(entry.get('index')) for entry in gpu['gpus'] if entry.get('persistence_mode') == 'Disabled']
+    unknown = [entry for entry in gpu['gpus'] if entry.get('persistence_mode') not in ('Enabled', 'Disabled')]
+    if off:
+        return [finding('persistence_mode', 'gpus', spec['severity'], 'Enabled', 'Disabled on %s' % ', '.join(off),
+                        'persistence mode is off on %d GPU(s) (%s): enable it (nvidia-persistenced, or nvidia-smi -pm 1)'
+                        % (len(off), ', '.join(off)))]
+    if unknown:
+        return [finding('persistence_mode', 'gpus', UNKNOWN, 'Enabled', None, 'persistence mode not reported for %d GPU(s)' % len(unknown))]
+    return [finding('persistence_mode', 'gpus', HEALTHY, 'Enabled', 'Enabled', 'persistence mode on for every GPU')]
+
+
+def _chain(pcie, bdf):
+    """The bridges above a device (pcie_info upstream, nearest first), or None when pcie_info did not list it."""
+    for device in (pcie or {}).get('devices') or []:
+        if normalize_bdf(device.get('bdf') or '') == normalize_bdf(bdf or ''):
+            return device.get('upstream') or []
+    return None
+
+
+def check_pcie_acs(pcie, gpu, rdma, profile):
+    """ACS redirection on the bridges between each tested NIC and its GPUDirect GPU (below the bridge they share): it sends
+    GPUDirect RDMA up to the root complex.  A NIC and GPU that share no bridge cross the host bridge anyway: not graded."""
+    spec = _spec(profile, 'pcie_acs')
+    if spec is None or not _runs(profile, 'gdr') or pcie is None or gpu is None:
+        return []
+    devices = (rdma or {}).get('devices') or {}
+    gpu_bus = dict((entry.get('index'), entry.get('bus_id')) for entry in gpu.get('gpus') or [])
+    findings = []
+    for pair in gpu.get('gpu_nic_pairs') or []:
+        nic_pci = (devices.get(pair.get('nic')) or {}).get('pci_address')
+        nic_chain, gpu_chain = _chain(pcie, nic_pci), _chain(pcie, gpu_bus.get(pair.get('gpu')))
+        if pair.get('gpu') is None or nic_chain is None or gpu_chain is None:
+            continue
+        shared = set(hop['bdf'] for hop in nic_chain) & set(hop['bdf'] for hop in gpu_chain)
+        path = [hop for hop in nic_chain + gpu_chain if hop['bdf'] not in shared] if shared else []
+        if not path or any('acs' not in hop for hop in path):
+            continue
+        subject = pair.get('nic')
+        expected = 'no ACS redirection between %s and GPU%s' % (subject, pair['gpu'])
+        unread = [hop for hop in path if (hop.get('acs') or {}).get('error')]
+        on = [hop for hop in path if (hop.get('acs') or {}).get('redirects')]
+        if on:
+            verbatim = []
+            for hop in on:
+                verbatim += ['$ %s' % hop['acs']['cmd'], hop['acs']['line']] if hop['acs'].get('cmd') else [hop['acs']['line']]
+            findings.append(finding('pcie_acs', subject, spec['severity'], expected, ', '.join(
+                '%s %s' % (hop['bdf'], '+'.join(hop['acs']['redirects'])) for hop in on),
+                'ACS redirects peer-to-peer traffic on %s between %s and its GPUDirect GPU %s (%s): GPUDirect RDMA goes through the '
+                'root complex; turn ACS off on these switch ports (BIOS, or setpci ECAP_ACS+6.w=0 at boot)'
+                % (', '.join('%s (%s)' % (hop['bdf'], '+'.join(hop['acs']['redirects'])) for hop in on), subject,
+                   pair.get('gpu_name') or pair['gpu'], gpu_bus.get(pair['gpu'])),
+                verbatim=verbatim))
+        elif unread:
+            findings.append(finding('pcie_acs', subject, UNKNOWN, expected, None, '%s: ACS of the bridges to its GPU unknown: %s'
+                                    % (subject, '; '.join(hop['acs']['error'] for hop in unread))))
+        else:
+            findings.append(finding('pcie_acs', subject, HEALTHY, expected, 'off', '%s and GPU%s: no ACS redirection on %s'
+                                    % (subject, pair['gpu'], ', '.join(hop['bdf'] for hop in path))))
+    return findings
+
+
+def check_thermal(gpu, profile):
+    """Thermal or clock-throttle events: kernel-log thermal lines of the preflight window (the runbook: "should be empty or only
+    boot-time") and GPU clock event reasons active now."""
+    spec = _spec(profile, 'thermal_throttle')
+    if spec is None or gpu is None:
+        return []
+    findings = []
+    events = gpu.get('thermal_events')
+    if events:
+        findings.append(finding('thermal_throttle', 'kernel log', spec['severity'], 'no thermal or throttle events', '%d line(s)' % len(events),
+                                '%d thermal/throttle line(s) in the kernel log, last: %s' % (len(events), events[-1].get('message') or events[-1].get('line')),
+                                verbatim=[e.get('line') for e in events[-5:] if e.get('line')]))
+    throttled = set(spec.get('clock_reasons') or [])
+    for entry in gpu.get('gpus') or []:
+        active = sorted(set(entry.get('clocks_throttle_reasons') or []) & throttled)
+        if active:
+            subject = entry.get('bus_id') or str(entry.get('index'))
+            findings.append(finding('thermal_throttle', subject, spec['severity'], 'no throttling clock event', ', '.join(active),
+                                    'GPU %s clocks throttled now: %s' % (subject, ', '.join(active))))
+    if events is not None and not findings:
+        findings.append(finding('thermal_throttle', 'gpus', HEALTHY, 'no thermal or throttle events', 'none',
+                                'no thermal or throttle event in the kernel log and no GPU throttled'))
+    return findings
+
+
+# Which tests a failed GPU prerequisite makes impossible, and why: planned as "not measurable" with the prerequisite's words.
+PREREQUISITE_TESTS = {'gdr_mode': ('gdr',), 'fabric_manager': ('gdr', 'nccl', 'dcgmi'), 'dcgm_hostengine': ('dcgmi',)}
+
+
+def gpu_test_blockers(findings):
+    """{test name: reason} for the tests a failed GPU prerequisite rules out (GPUDirect without a path, NCCL and GPUDirect and
+    dcgmi without Fabric Manager, dcgmi without its host engine): the plan expects their figures with the reason, runs nothing."""
+    blocked = {}
+    for item in findings or []:
+        if item.get('check') in PREREQUISITE_TESTS and item.get('status') in (MARGINAL, REJECT, UNKNOWN):
+            if item['check'] == 'dcgm_hostengine' and item.get('status') == UNKNOWN:
+                continue  # not known to be down: dcgmi diag says for itself
+            for test in PREREQUISITE_TESTS[item['check']]:
+                blocked.setdefault(test, '%s: %s' % (item['check'], item.get('detail')))
+    return blocked
+
+
 # The key each module's result must carry to be usable.
 DATA_KEYS = {'rdma': 'devices', 'pcie': 'devices', 'nic': 'nics', 'firmware': 'devices', 'gpu': 'gpu_count', 'host': 'cmdline'}
 
@@ -694,10 +977,11 @@ def preflight_findings(facts, profile, devices=None):
     live_only = bool((profile.get('nics') or {}).get('live_only'))
     facts, findings = usable_facts(facts)
     selection = rail_selection(facts.get('rdma'), profile, devices)
+    gdr = gpudirect.decide(facts.get('gpu'), facts.get('host'))
     findings += check_gpus(facts.get('gpu'), profile)
     findings += check_ports(facts.get('rdma'), profile, live_only, selection)
     findings += check_pcie(facts.get('pcie'), profile, facts.get('rdma'), selection)
-    findings += check_host(facts.get('host'), profile)
+    findings += check_host(facts.get('host'), profile, gdr)
     findings += check_hugepages_cmdline(facts.get('host'), profile)
     findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile, selection)
     findings += check_rail_mtu(facts.get('nic'), profile, selection)
@@ -707,6 +991,12 @@ def preflight_findings(facts, profile, devices=None):
     findings += check_roce_gids(facts.get('rdma'), profile, selection)
     findings += check_irq_locality(facts.get('host'), facts.get('rdma'), profile, selection)
     findings += check_link_quality(facts.get('firmware'), facts.get('rdma'), profile, selection)
+    findings += check_gpudirect(facts.get('gpu'), facts.get('host'), profile)
+    findings += check_dcgm_hostengine(facts.get('gpu'), profile)
+    findings += check_fabric_manager(facts.get('gpu'), profile)
+    findings += check_persistence_mode(facts.get('gpu'), profile)
+    findings += check_pcie_acs(facts.get('pcie'), facts.get('gpu'), facts.get('rdma'), profile)
+    findings += check_thermal(facts.get('gpu'), profile)
     return findings
 
 

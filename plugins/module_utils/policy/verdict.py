@@ -26,6 +26,13 @@ A failure the module pins on the node (``error_side: node``) is also
 ``unknown``, with a cause that points at the node; it never rejects, because
 a test that could not run proves no shortfall.  Rejects (bucket C, a vendor
 letter) come only from measured figures and measured facts.
+
+Only a line the seeds or the operator's contract state may send a node back:
+every threshold says where it comes from (``source``).  A figure past a reject
+line this project chose (``source: 'project: ...'``) is ``marginal`` with
+``reject_line: project`` and the cause ``project_line`` (investigate, bucket B);
+a contract adopts such a line by giving it a source of its own
+(``source: contract ...``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -36,6 +43,7 @@ from collections import namedtuple
 from collections.abc import Mapping
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy.catalogue import figure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure_text
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.measurements import combine_repeats
 
@@ -82,7 +90,11 @@ GPU_HARDWARE_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc')
 GPU_MEMORY_WEAR_CHECKS = ('gpu_ecc_correctable', 'gpu_pages_pending')
 NIC_LINK_CHECKS = ('port_state', 'port_rate', 'nic_count')
 LINK_QUALITY_CHECKS = ('link_fec', 'link_ber')
-PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'hugepages_cmdline', 'governor', 'no_turbo', 'memlock')
+# What the GPU tests need on the node (preflight.check_gpudirect and the GPU prerequisite checks): each its own cause.
+GPU_PREREQUISITE_CHECKS = ('gdr_mode', 'dcgm_hostengine', 'fabric_manager', 'persistence_mode', 'pcie_acs')
+# The error_class of a figure the plan did not run because a GPU prerequisite failed (its cause is that prerequisite's).
+GPU_PREREQUISITE = 'gpu_prerequisite'
+PLATFORM_TUNING_CHECKS = ('cmdline', 'hugepages', 'hugepages_cmdline', 'governor', 'no_turbo', 'memlock', 'thermal_throttle')
 HOST_CONFIGURATION_CHECKS = PLATFORM_TUNING_CHECKS + ('modules', 'cqe_compression', 'rx_ring', 'channels', 'firmware_min_version',
                                                       'firmware_uniform', 'roce_v2_gid', 'irq_locality')
 
@@ -220,8 +232,8 @@ def describe_per_rail(threshold):
         return ''
     low, high = origin['healthy']
     return ' (%s x %d rails x the per-rail %s%s%s)' % (
-        _fmt(origin['per_rail']), origin['rails'], _fmt(low), '-%s' % _fmt(high) if high is not None else '',
-        ', reject %s' % _fmt(origin['reject']) if origin.get('reject') is not None else '')
+        figure_text(origin['per_rail']), origin['rails'], figure_text(low), '-%s' % figure_text(high) if high is not None else '',
+        ', reject %s' % figure_text(origin['reject']) if origin.get('reject') is not None else '')
 
 
 def classify(metric, value, threshold):
@@ -245,24 +257,16 @@ def describe_threshold(metric, threshold):
     low, high = (threshold.get('healthy') or [None, None])
     direction = threshold.get('direction', 'one-way')
     if threshold_direction(metric, threshold) == 'higher':
-        text = 'healthy >= %s %s' % (_fmt(low), unit)
+        text = 'healthy >= %s %s' % (figure_text(low), unit)
         if high is not None:
-            text += ' (%s-%s)' % (_fmt(low), _fmt(high))
+            text += ' (%s-%s)' % (figure_text(low), figure_text(high))
         if threshold.get('reject_below') is not None:
-            text += ', reject < %s %s' % (_fmt(threshold['reject_below']), unit)
+            text += ', reject < %s %s' % (figure_text(threshold['reject_below']), unit)
     else:
-        text = 'healthy <= %s %s' % (_fmt(high), unit)
+        text = 'healthy <= %s %s' % (figure_text(high), unit)
         if threshold.get('reject_above') is not None:
-            text += ', reject > %s %s' % (_fmt(threshold['reject_above']), unit)
+            text += ', reject > %s %s' % (figure_text(threshold['reject_above']), unit)
     return '%s, %s' % (text.replace('  ', ' ').strip(), direction)
-
-
-def _fmt(value):
-    if value is None:
-        return '-'
-    if float(value) == int(value):
-        return str(int(value))
-    return ('%.3f' % value).rstrip('0').rstrip('.')
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -271,6 +275,15 @@ def _fmt(value):
 
 def _finite(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# A threshold whose source starts so is a line this project chose: it may not send a node back.
+PROJECT_SOURCE = 'project'
+
+
+def line_may_reject(threshold):
+    """Whether a threshold's reject line may send a node back: the seeds' or the contract's, not one this project chose."""
+    return not str((threshold or {}).get('source') or '').strip().lower().startswith(PROJECT_SOURCE)
 
 
 def grade_measurements(measurements, thresholds):
@@ -321,6 +334,10 @@ def grade_measurements(measurements, thresholds):
             entry['status'] = classify(metric, value, threshold)
             if entry['status'] != HEALTHY and entry.get('error'):
                 entry['status'] = UNKNOWN
+            elif entry['status'] == REJECT and not line_may_reject(threshold):
+                # Past a line the seeds do not give and the contract has not adopted: investigated, never returned.
+                entry['status'] = MARGINAL
+                entry['reject_line'] = PROJECT_SOURCE
         graded.append(entry)
     return graded
 
@@ -348,8 +365,8 @@ def missing_figures(graded, expected, thresholds):
             'value': None, 'unit': catalogue.unit(metric) if metric in catalogue.METRICS else None,
             'as_printed': None, 'verbatim': [], 'cmd': None, 'raw': '',
             'error': wanted.get('reason') or 'not measured',
-            'error_class': 'not_measured' if not wanted.get('reason') else 'not_measurable',
-            'error_side': SIDE_OURS if not wanted.get('reason') else None,
+            'error_class': wanted.get('error_class') or ('not_measured' if not wanted.get('reason') else 'not_measurable'),
+            'error_side': SIDE_OURS if not wanted.get('reason') or wanted.get('error_class') else None,
             'status': UNKNOWN, 'threshold': threshold,
             'expected': describe_threshold(metric, threshold) if threshold else 'a figure',
         })
@@ -541,7 +558,7 @@ def _ratio(entry):
 
 
 def _figure(entry):
-    return '%s %s %s' % (entry.get('subject'), _fmt(entry['value']), entry.get('unit') or '')
+    return '%s %s %s' % (entry.get('subject'), figure_text(entry['value']), entry.get('unit') or '')
 
 
 def _rdma(results):
@@ -698,7 +715,7 @@ def rule_single_nic_slow(results, _found):
     for subject in sorted(slow, key=str):
         mine = [f for f in figures if f.get('subject') == subject and f['status'] != HEALTHY]
         detail = ('%s is slow (%s) while the other NICs are healthy: check its PCIe link (lspci LnkSta), the cable, mlxlink BER '
-                  'and the switch port.' % (subject, ', '.join('%s %s' % (_fmt(f['value']), f.get('unit') or '') for f in mine).strip()))
+                  'and the switch port.' % (subject, ', '.join('%s %s' % (figure_text(f['value']), f.get('unit') or '') for f in mine).strip()))
         if subject in pcie:
             detail += ' Its PCIe link is below what the NIC and its slot can do (%s), which explains it.' % (
                 pcie[subject].get('actual') or 'see the PCIe finding')
@@ -720,7 +737,7 @@ def rule_rdma_specific(results, found):
 def rule_firmware_throttle(results, _found):
     return [_cause('firmware_throttle', '%s runs at %s %s (%s): the ConnectX-7 firmware-throttle trap. Update the NIC firmware and '
                    'fully power-drain the NIC (not just a reboot), then re-test.'
-                   % (f.get('subject'), _fmt(f['value']), f.get('unit') or '', f.get('expected')),
+                   % (f.get('subject'), figure_text(f['value']), f.get('unit') or '', f.get('expected')),
                    [f.get('subject')], [f] + results.throughput_shortfalls([f.get('subject')]))
             for f in _throttled(results)]
 
@@ -745,7 +762,7 @@ def rule_nccl_rails(results, found):
     return [_cause('nccl_rails', 'NCCL used %s of the %s HCAs the run tested on the node (%s): the all_reduce rode fewer rails than '
                    'the node has, so its bus bandwidth is not the node\'s. Read the node\'s NCCL WARN lines (an HCA NCCL could not '
                    'open), check each HCA\'s port state and GID table, and NCCL\'s own view (NCCL_DEBUG_SUBSYS=INIT,NET).'
-                   % (_fmt(entry['value']) if entry.get('value') is not None else '?', rails or '?', entry.get('as_printed') or '-'),
+                   % (figure_text(entry['value']) if entry.get('value') is not None else '?', rails or '?', entry.get('as_printed') or '-'),
                    [entry.get('subject')], bad + [t for t in results.tests_of(('nccl',)) if t.get('metric') == NCCL_BUSBW])]
 
 
@@ -779,15 +796,17 @@ def rule_nccl_wrong_results(results, _found):
         return []
     return [_cause('nccl_wrong_results', 'nccl-tests counted %s wrong results (#wrong): the collective returned corrupted data. '
                    'Run dcgmi diag -r 3 and check the kernel log for Xid and PCIe AER errors; do not accept the node.'
-                   % ', '.join(_fmt(t['value']) for t in bad), [t.get('subject') for t in bad], bad)]
+                   % ', '.join(figure_text(t['value']) for t in bad), [t.get('subject') for t in bad], bad)]
 
 
-def rule_gdr(results, _found):
-    bad = results.tests_of(('gdr_bw',))
+def rule_gdr(results, found):
+    acs = set(found['pcie_acs'][0]['subjects']) if 'pcie_acs' in found else set()
+    bad = [t for t in results.tests_of(('gdr_bw',)) if t.get('subject') not in acs]
     if not bad or _rdma(results)[1]:
         return []
-    return [_cause('gdr', 'GPUDirect RDMA is slow or failing while host-memory RDMA is fine (%s): check nvidia_peermem is loaded, '
-                   'reboot and re-test.' % ', '.join(_figure(t) for t in bad), [t.get('subject') for t in bad], bad)]
+    return [_cause('gdr', 'GPUDirect RDMA is slow or failing while host-memory RDMA is fine (%s): check the node\'s GPUDirect path '
+                   '(nvidia_peermem loaded, or dma-buf with the open kernel modules), reboot and re-test.'
+                   % ', '.join(_figure(t) for t in bad), [t.get('subject') for t in bad], bad)]
 
 
 def rule_pfc_pause(results, _found):
@@ -795,7 +814,7 @@ def rule_pfc_pause(results, _found):
     if not bad:
         return []
     return [_cause('pfc_pause', 'Pause/PFC counters grew fast during the sustained test (%s): the switch is not draining; '
-                   'check PFC configuration on the switch.' % ', '.join('%s %s/s' % (t.get('subject'), _fmt(t['value'])) for t in bad),
+                   'check PFC configuration on the switch.' % ', '.join('%s %s/s' % (t.get('subject'), figure_text(t['value'])) for t in bad),
                    [t.get('subject') for t in bad], bad)]
 
 
@@ -827,6 +846,50 @@ def rule_jumbo_path(results, _found):
                    [t.get('subject') for t in bad], bad)]
 
 
+GPU_PREREQUISITE_WORDS = {
+    'gdr_mode': 'GPUDirect RDMA has no path on this node',
+    'dcgm_hostengine': 'the DCGM host engine is not running',
+    'fabric_manager': 'the NVSwitch fabric is not ready (nvidia-fabricmanager)',
+    'persistence_mode': 'GPU persistence mode is off',
+    'pcie_acs': 'PCIe ACS redirects GPUDirect traffic through the root complex',
+}
+
+
+def prerequisite_rule(check):
+    """The rule of one GPU prerequisite: its cause is named after its check and explains the figures it kept from running."""
+    def rule(results, _found):
+        bad = results.findings_of((check,), (MARGINAL, REJECT, UNKNOWN))
+        if not bad:
+            return []
+        blocked = [t for t in results.tests if t.get('error_class') == GPU_PREREQUISITE and str(t.get('error') or '').startswith(check + ':')]
+        words = GPU_PREREQUISITE_WORDS[check]
+        detail = '%s: %s.' % (words[:1].upper() + words[1:], _details(bad))
+        if check == 'pcie_acs':
+            # GPUDirect through the root complex runs slow: the ACS finding explains that NIC's GPUDirect figure.
+            subjects = set(f.get('subject') for f in bad)
+            slowed = [t for t in results.tests_of(('gdr_bw',)) if t.get('subject') in subjects]
+            if slowed:
+                detail += ' It explains %s.' % ', '.join(_figure(t) for t in slowed)
+            return [_cause(check, detail, [f.get('subject') for f in bad], bad + slowed)]
+        if blocked:
+            detail += ' Not run because of it: %s; fix it on the node and re-run (no shortfall of the node was measured).' % ', '.join(
+                sorted(set('%s on %s' % (catalogue.label(t['metric']) if t.get('metric') in catalogue.METRICS else t.get('metric'),
+                                         t.get('subject') or 'the node') for t in blocked)))
+        return [_cause(check, detail, [f.get('subject') for f in bad], bad + blocked)]
+    return rule
+
+
+def rule_project_line(results, _found):
+    bad = [t for t in results.tests if t.get('reject_line') == PROJECT_SOURCE]
+    if not bad:
+        return []
+    return [_cause('project_line', '%s: past a reject line this project chose (%s), not one the runbook or the contract states: '
+                   'investigated here, not returned to the provider. A contract that wants such a node returned adopts the line '
+                   '(thresholds.<metric>.source: contract ...).' % (', '.join(_figure(t) for t in bad), '; '.join(
+                       sorted(set(str((t.get('threshold') or {}).get('source')) for t in bad)))),
+                   [t.get('subject') for t in bad], bad)]
+
+
 def rule_host_configuration(results, found):
     platform = set()
     for cause, explains in found.values():
@@ -843,16 +906,16 @@ def _fleet_part(metric, tests):
     """One metric's outliers: '<label> mlx5_0, mlx5_1 at 11.01 GB/s, 9.0 % worse than the median 12.1 GB/s of 16 figures (...)'."""
     mark = tests[0][FLEET_OUTLIER]
     unit = mark.get('unit') or tests[0].get('unit') or ''
-    values = sorted(set(_fmt(t['value']) for t in tests))
+    values = sorted(set(figure_text(t['value']) for t in tests))
     if len(values) == 1:
         figures = '%s at %s %s' % (', '.join(str(t.get('subject')) for t in tests), values[0], unit)
     else:
-        figures = '%s %s' % (', '.join('%s %s' % (t.get('subject'), _fmt(t['value'])) for t in tests), unit)
+        figures = '%s %s' % (', '.join('%s %s' % (t.get('subject'), figure_text(t['value'])) for t in tests), unit)
     spread = mark.get('spread') or 0
     return '%s %s, %s %% worse than the median %s %s of %d figures (robust spread %s)' % (
         catalogue.label(metric), figures.strip(), '-'.join(sorted(set('%.1f' % t[FLEET_OUTLIER].get('shortfall_pct', 0) for t in tests))),
-        _fmt(mark.get('median')), unit, mark.get('batch_figures', 0),
-        '%s %s' % (_fmt(spread), unit) if spread else '0: the siblings do not vary')
+        figure_text(mark.get('median')), unit, mark.get('batch_figures', 0),
+        '%s %s' % (figure_text(spread), unit) if spread else '0: the siblings do not vary')
 
 
 def _fleet_marked(results):
@@ -878,7 +941,7 @@ def rule_fleet_outlier(results, _found):
                    'spreads (1.4826 x MAD) and at least %s %% worse than the median of the same figure on the same tier and SKU. Every '
                    'such figure still meets the contract (%s), so nothing here is held against the provider: compare the node with '
                    'its siblings (BIOS and power profile, NIC firmware and settings, PCIe placement, cables and switch ports) before '
-                   'it takes jobs.' % ('; '.join(parts), siblings, _fmt(first.get('max_mads')), _fmt(first.get('min_shortfall_pct')), contract),
+                   'it takes jobs.' % ('; '.join(parts), siblings, figure_text(first.get('max_mads')), figure_text(first.get('min_shortfall_pct')), contract),
                    [t.get('subject') for t in marked], marked)]
 
 
@@ -900,8 +963,10 @@ def rule_node_side_failure(results, _found):
 
 
 def rule_measurement_incomplete(results, _found):
-    tests = [t for t in results.tests if t.get('status') == UNKNOWN and t.get('error_side') != SIDE_NODE]
-    findings = [f for f in results.findings if f.get('status') == UNKNOWN]
+    # A figure a failed GPU prerequisite kept from running, and that prerequisite, have their own cause (rule_gpu_prerequisites).
+    tests = [t for t in results.tests if t.get('status') == UNKNOWN and t.get('error_side') != SIDE_NODE
+             and t.get('error_class') != GPU_PREREQUISITE]
+    findings = [f for f in results.findings if f.get('status') == UNKNOWN and f.get('check') not in GPU_PREREQUISITE_CHECKS]
     if not tests and not findings:
         return []
     lines = []
@@ -946,6 +1011,12 @@ CAUSE_RULES = (
     CauseRule('nccl_socket_fallback', 'NCCL used another transport than the tier requires (tests.nccl.require_transport)', (),
               rule_nccl_socket_fallback),
     CauseRule('nccl_wrong_results', 'nccl-tests counted wrong results beyond the nccl_wrong threshold', (), rule_nccl_wrong_results),
+    CauseRule('gdr_mode', 'GPUDirect RDMA has no path on the node (perftest without CUDA or dma-buf, no nvidia_peermem)', (),
+              prerequisite_rule('gdr_mode')),
+    CauseRule('fabric_manager', 'the NVSwitch fabric handshake is not complete (nvidia-fabricmanager)', (), prerequisite_rule('fabric_manager')),
+    CauseRule('dcgm_hostengine', 'the DCGM host engine does not answer dcgmi', (), prerequisite_rule('dcgm_hostengine')),
+    CauseRule('persistence_mode', 'persistence mode is off on a GPU', (), prerequisite_rule('persistence_mode')),
+    CauseRule('pcie_acs', 'ACS redirects peer-to-peer traffic between a tested NIC and its GPUDirect GPU', (), prerequisite_rule('pcie_acs')),
     CauseRule('nccl_rails', 'NCCL used fewer HCAs on the node than the run tested (nccl_hcas_used below its per-rail line)', (),
               rule_nccl_rails),
     CauseRule('nccl_topology', 'NCCL bandwidth below healthy while every per-HCA figure (rdma_bw, gdr_bw) is healthy, NCCL used '
@@ -956,6 +1027,8 @@ CAUSE_RULES = (
     CauseRule('jumbo_path', 'a ping-family figure (jumbo-frame loss or round trip) not healthy', (), rule_jumbo_path),
     CauseRule('host_configuration', 'a host or NIC configuration finding not already explained by platform_tuning', (),
               rule_host_configuration),
+    CauseRule('project_line', 'a figure past a reject line this project chose (source: project), graded marginal', (),
+              rule_project_line),
     # After the node's own faults and before what we could not measure: a sibling comparison is ours to look into.
     CauseRule(FLEET_OUTLIER, 'a figure that meets the contract lies far below its siblings\' (marked by policy/fleet.py)', (),
               rule_fleet_outlier),
@@ -982,11 +1055,12 @@ def unexplained(results, explained):
         name = catalogue.label(entry['metric']) if entry.get('metric') else entry.get('check')
         measured = entry.get('as_printed') or entry.get('actual')
         if measured is None and entry.get('value') is not None:
-            measured = '%s %s' % (_fmt(entry['value']), entry.get('unit') or '')
+            measured = '%s %s' % (figure_text(entry['value']), entry.get('unit') or '')
         detail = ('%s on %s is %s: measured %s, expected %s. No known failure pattern explains it: re-test it and investigate '
                   'this check.' % (name, entry.get('subject') or 'the node', entry.get('status'),
                                    str(measured or entry.get('detail') or '?').strip(), entry.get('expected') or '?'))
-        causes.append({'cause': 'unexplained', 'detail': detail, 'subjects': [str(entry.get('subject'))] if entry.get('subject') else []})
+        causes.append({'cause': 'unexplained', 'detail': detail, 'subjects': [str(entry.get('subject'))] if entry.get('subject') else [],
+                       'returns_node': entry.get('status') == REJECT})
     return causes
 
 
@@ -994,7 +1068,8 @@ def likely_causes(tests, findings, cause_rules):
     """The likely causes, ordered as CAUSE_RULES lists them, then one per result no rule explains.
 
     ``tests``: graded measurements; ``findings``: preflight and test findings; ``cause_rules``: the tier profile's
-    ratios.  A rule may read the causes the rules before it named.  Returns [{cause, detail, subjects}].
+    ratios.  A rule may read the causes the rules before it named.  Returns [{cause, detail, subjects, returns_node}]:
+    ``returns_node`` is True for a cause that explains a reject (what a vendor letter may name), False otherwise.
     """
     results = Results(tests, findings, cause_rules)
     found = {}
@@ -1002,6 +1077,7 @@ def likely_causes(tests, findings, cause_rules):
     explained = set()
     for rule in CAUSE_RULES:
         for cause, explains in rule.find(results, found):
+            cause['returns_node'] = any(e.get('status') == REJECT for e in explains)
             found.setdefault(cause['cause'], (cause, explains))
             causes.append(cause)
             explained.update(_key(e) for e in explains)
@@ -1061,8 +1137,8 @@ def with_fleet_outliers(result, marks):
             test = dict(test, status=MARGINAL, expected_contract=test.get('expected'))
             test[FLEET_OUTLIER] = dict(mark)
             test['expected'] = '%s; among its siblings at most %s robust spreads and %s %% worse than their median %s %s' % (
-                test.get('expected') or 'the contract', _fmt(mark.get('max_mads')), _fmt(mark.get('min_shortfall_pct')),
-                _fmt(mark.get('median')), mark.get('unit') or '')
+                test.get('expected') or 'the contract', figure_text(mark.get('max_mads')), figure_text(mark.get('min_shortfall_pct')),
+                figure_text(mark.get('median')), mark.get('unit') or '')
             changed = True
         tests.append(test)
     if not changed:

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet.netval contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node's GPUs (nvidia-smi -q -x), their topology to the NICs and the kernel log's Xid, link and AER events.
+"""The node's GPUs (nvidia-smi -q -x), their topology to the NICs, the kernel log's Xid, link and AER events, what
+GPUDirect RDMA can run on (the driver's kernel modules, perftest's CUDA options) and whether the DCGM host engine answers.
 
 ``read(module)`` is the work of the gpu_info module: ``module`` is the AnsibleModule, or one read's stand-in inside
 preflight_info (reads/context.py), with ``params`` validated against ``ARGUMENT_SPEC``.  It returns the module's result
@@ -11,9 +12,12 @@ preflight_info (reads/context.py), with ``params`` validated against ``ARGUMENT_
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
 import re
 
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import kernel_log as klog
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import perftest
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import nvidia
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
@@ -21,7 +25,9 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.runner import Tool
 
 # journalctl --since accepts absolute times, relative ones (-1h, +5min) and words (today, yesterday).
 # It is passed as --since=VALUE, so a leading - (a relative time) cannot be read as an option.
-SINCE_RE = re.compile(r'[0-9A-Za-z][0-9A-Za-z :.+_-]{0,63}|[-+][0-9][0-9A-Za-z ]{0,30}')
+SINCE_RE = re.compile(r'[0-9A-Za-z][0-9A-Za-z :.+_-]{0,63}|[-+][0-9][0-9A-Za-z ]{0,30}|@[0-9]{1,12}')
+# The perftest tools whose usage can say whether this perftest was built with CUDA.
+PERFTEST_TOOLS = ('ib_send_bw', 'ib_write_bw', 'ib_read_bw')
 
 
 def _read_kernel_log(runner, since, timeout):
@@ -56,6 +62,59 @@ def _read_kernel_log(runner, since, timeout):
     return info, None
 
 
+def _driver(procfs_root):
+    """{version, open_kernel_module, banner, error} of the loaded NVIDIA kernel module (/proc/driver/nvidia/version)."""
+    path = os.path.join(procfs_root, 'driver', 'nvidia', 'version')
+    try:
+        with open(path, encoding='utf-8', errors='replace') as handle:
+            text = handle.read(65536)
+    except (IOError, OSError) as exc:
+        return {'version': None, 'open_kernel_module': None, 'banner': None,
+                'error': '%s: %s unreadable (%s): the NVIDIA kernel module is not loaded' % (hostname(), path, exc.strerror or exc)}
+    try:
+        return dict(nvidia.parse_nvidia_driver_version(text), error=None)
+    except ParseError as exc:
+        return {'version': None, 'open_kernel_module': None, 'banner': None, 'error': '%s: %s: %s' % (hostname(), path, exc)}
+
+
+def _perftest_cuda(runner, tool, timeout):
+    """{tool, cmd, cuda, cuda_bus_id, cuda_dmabuf, error} from ``tool --help``: which GPU options this perftest has."""
+    found = {'tool': tool, 'cmd': None, 'cuda': None, 'cuda_bus_id': None, 'cuda_dmabuf': None, 'error': None}
+    if not runner.find(tool, required=False):
+        found['error'] = '%s: %s is not installed (%s)' % (hostname(), tool, package_hint(tool))
+        return found
+    # perftest prints its usage and exits 1 (Debian's 6.06 does): the text, not the status, says what it supports.
+    result = runner.run(tool, ['--help'], timeout=timeout, check=False)
+    found['cmd'] = result.cmd
+    try:
+        parsed = perftest.parse_perftest_help((result.stdout or '') + '\n' + (result.stderr or ''))
+    except ParseError as exc:
+        found['error'] = '%s: `%s` printed no perftest usage (rc=%s): %s' % (hostname(), result.cmd, result.rc, exc)
+        return found
+    found.update((key, parsed[key]) for key in ('cuda', 'cuda_bus_id', 'cuda_dmabuf'))
+    return found
+
+
+def _dcgm(runner, timeout):
+    """{hostengine, gpu_count, cmd, error} of ``dcgmi discovery -l``: does the DCGM host engine answer."""
+    found = {'hostengine': None, 'gpu_count': None, 'cmd': None, 'error': None}
+    if not runner.find('dcgmi', required=False):
+        found['error'] = '%s: dcgmi is not installed (%s)' % (hostname(), package_hint('dcgmi'))
+        return found
+    result = runner.run('dcgmi', ['discovery', '-l'], timeout=timeout, check=False)
+    found['cmd'] = result.cmd
+    if result.timed_out:
+        found['error'] = '%s: `%s` timed out after %s s' % (hostname(), result.cmd, timeout)
+        return found
+    try:
+        parsed = dcgmi.parse_dcgmi_discovery((result.stdout or '') + '\n' + (result.stderr or ''))
+    except ParseError as exc:
+        found['error'] = '%s: `%s` (rc=%s): %s' % (hostname(), result.cmd, result.rc, exc)
+        return found
+    found.update(hostengine=parsed['hostengine'], gpu_count=parsed['gpu_count'], error=parsed['error'])
+    return found
+
+
 ARGUMENT_SPEC = dict(
     gpus=dict(type='bool', default=True),
     topology=dict(type='bool', default=True),
@@ -63,6 +122,10 @@ ARGUMENT_SPEC = dict(
     since=dict(type='str'),
     required=dict(type='bool', default=False),
     timeout=dict(type='int', default=60),
+    gdr=dict(type='bool', default=False),
+    perftest_tool=dict(type='str', default='ib_send_bw', choices=list(PERFTEST_TOOLS)),
+    procfs_root=dict(type='path', default='/proc'),
+    dcgm=dict(type='bool', default=False),
 )
 
 
@@ -71,10 +134,11 @@ def option_problems(params):
     since = params['since']
     problems = checks.control_characters(params)
     if since is not None and not checks.fullmatch(SINCE_RE, since):
-        problems.append('since=%r is not a journalctl time (use forms like -1h, today, "2024-05-01 10:00:00")' % since)
+        problems.append('since=%r is not a journalctl time (use forms like -1h, today, @1764582300, "2024-05-01 10:00:00 UTC")' % since)
     problems.append(checks.check_timeout('timeout', params['timeout'], maximum=3600))
-    if not params['gpus'] and (params['topology'] or not params['kernel_log'] or params['required']):
-        problems.append('gpus=false reads only the kernel log: it needs topology=false, kernel_log=true and required=false')
+    if not params['gpus'] and (params['topology'] or not params['kernel_log'] or params['required'] or params['gdr'] or params['dcgm']):
+        problems.append('gpus=false reads only the kernel log: it needs topology=false, kernel_log=true, required=false, gdr=false '
+                        'and dcgm=false')
     return checks.problems_of(problems)
 
 
@@ -89,7 +153,7 @@ def read(module):
     result = {
         'nvidia_smi': 'missing', 'driver_version': None, 'cuda_version': None,
         'gpu_count': 0, 'gpu_count_mismatch': False, 'gpus': [], 'topology': None, 'gpu_nic_pairs': [],
-        'xid_events': None, 'thermal_events': None, 'kernel_log': None,
+        'xid_events': None, 'thermal_events': None, 'kernel_log': None, 'gdr_support': None, 'dcgm': None,
     }
 
     if not params['gpus']:
@@ -115,6 +179,12 @@ def read(module):
             except ParseError as exc:
                 runner.fail_parse(topo, exc)
             result['gpu_nic_pairs'] = nvidia.pair_gpus_with_nics(result['topology'])
+
+    if params['gdr']:
+        result['gdr_support'] = {'driver': _driver(params['procfs_root']),
+                                 'perftest': _perftest_cuda(runner, params['perftest_tool'], timeout)}
+    if params['dcgm']:
+        result['dcgm'] = _dcgm(runner, timeout)
 
     if params['kernel_log']:
         info, text = _read_kernel_log(runner, since, timeout)

@@ -76,31 +76,69 @@ def query(runner, tool, device, parser, timeout):
         return result, None, exc
 
 
-def read_device(runner, device, tools, link_info, timeout):
-    """{firmware, config: (result, parsed, parse_error), link} of one device, its calls in turn, up to the first that fails
-    the module; never fails it itself."""
+def adapter_of(device, sysfs_root):
+    """The adapter a device belongs to: ``DDDD:BB:DD`` of its PCI address (the functions of one card, whose flash and lock
+    flint, mlxconfig and mlxlink share), the RDMA device's address read from sysfs; the device itself when it has none."""
+    pci = device
+    if not checks.fullmatch(checks.PCI_ADDRESS_RE, device):
+        target = os.path.basename(os.path.realpath(os.path.join(sysfs_root, 'class', 'infiniband', device, 'device')))
+        pci = target if checks.fullmatch(PCI_RE, target) else None
+    if pci is None:
+        return device
+    if pci.count(':') == 1:
+        pci = '0000:' + pci
+    return pci.lower().rsplit('.', 1)[0]
+
+
+def group_by_adapter(devices, sysfs_root):
+    """[(adapter, [its devices in the order given])] in the order the adapters first appear."""
+    groups = []
+    index = {}
+    for device in devices:
+        adapter = adapter_of(device, sysfs_root)
+        if adapter not in index:
+            index[adapter] = len(groups)
+            groups.append((adapter, []))
+        groups[index[adapter]][1].append(device)
+    return groups
+
+
+def query_failure(runner, found):
+    """Why a query of read_device did not give its parsed output (host, command, rc or parse error), or None."""
+    result, _parsed, parse_error = found
+    if result.timed_out or result.rc != 0:
+        return runner.failure(result)['msg']
+    if parse_error is not None:
+        return runner.failure(result, reason='gave output that could not be parsed (%s)' % parse_error, error_class='parse_error')['msg']
+    return None
+
+
+def read_adapter(runner, adapter, functions, tools, link_info, timeout):
+    """{device: its result} for the functions of one adapter, one call at a time: flint and mlxconfig once (on its first function:
+    the card has one flash and one configuration), then mlxlink per function.  A failed query is recorded on the adapter's
+    functions, never raised."""
     firmware_tool, config_tool, link_tool = tools
-    found = {}
+    first = functions[0]
+    shared = {'firmware': None, 'config': None, 'cqe_compression': None, 'error': None}
     for name, tool, parser in (('firmware', firmware_tool, mlx.parse_flint), ('config', config_tool, mlx.parse_mlxconfig)):
         if tool is None:
             continue
-        found[name] = query(runner, tool, device, parser, timeout)
-        result, _parsed, parse_error = found[name]
-        if result.timed_out or result.rc != 0 or parse_error is not None:
-            return found
-    if link_info:
-        found['link'] = query_link(runner, link_tool, device, timeout)
-    return found
-
-
-def judged(runner, found, name):
-    """The parsed output of a query of read_device, or the module fails as a checked run would (host, command, rc)."""
-    result, parsed, parse_error = found[name]
-    if result.timed_out or result.rc != 0:
-        runner.fail(result)
-    if parse_error is not None:
-        runner.fail_parse(result, parse_error)
-    return parsed
+        found = query(runner, tool, first, parser, timeout)
+        shared['error'] = query_failure(runner, found)
+        if shared['error']:
+            break
+        shared[name] = found[1]
+    if shared['config'] is not None:
+        shared['cqe_compression'] = mlx.cqe_compression(shared['config']['parameters'])
+    results = {}
+    for device in functions:
+        entry = dict(shared, tool='mft' if firmware_tool == 'flint' else 'mstflint',
+                     tools={'firmware': firmware_tool, 'config': config_tool, 'link': link_tool},
+                     adapter=adapter, firmware_from=first if device != first else None)
+        if link_info:
+            entry['link'] = query_link(runner, link_tool, device, timeout)
+        results[device] = entry
+    return results
 
 
 # How many devices are queried at once (threads that each wait on their own flint, mlxconfig and mlxlink children).
@@ -171,25 +209,12 @@ def read(module):
     tools = (firmware_tool, config_tool, link_tool)
     if params['timeout']:
         runner.find('timeout')   # before the threads start, so they only read the runner's cache
-    # The devices are queried side by side (each device's tools in turn: mlxlink alone takes about a second per port on
-    # hardware); the results are judged in the devices' order, so the first failure is the same one as one by one.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_DEVICES, len(devices)))) as pool:
-        found = list(pool.map(lambda device: read_device(runner, device, tools, params['link_info'], params['timeout']), devices))
+    # Adapters are queried side by side (mlxlink alone takes about a second per port on hardware); the functions of one adapter
+    # one after another, as the tools lock the card while they read it (evidence_bundle serialises them for the same reason).
+    groups = group_by_adapter(devices, params['sysfs_root'])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_DEVICES, len(groups)))) as pool:
+        found = list(pool.map(lambda group: read_adapter(runner, group[0], group[1], tools, params['link_info'], params['timeout']), groups))
     results = {}
-    for device, queried in zip(devices, found):
-        firmware = judged(runner, queried, 'firmware')
-        config = None
-        cqe = None
-        if config_tool:
-            config = judged(runner, queried, 'config')
-            cqe = mlx.cqe_compression(config['parameters'])
-        results[device] = {
-            'firmware': firmware,
-            'config': config,
-            'cqe_compression': cqe,
-            'tool': 'mft' if firmware_tool == 'flint' else 'mstflint',
-            'tools': {'firmware': firmware_tool, 'config': config_tool, 'link': link_tool},
-        }
-        if params['link_info']:
-            results[device]['link'] = queried['link']
-    return dict(devices=results)
+    for adapter_results in found:
+        results.update(adapter_results)
+    return dict(devices=dict((device, results[device]) for device in devices))

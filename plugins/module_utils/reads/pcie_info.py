@@ -73,11 +73,33 @@ def _lspci(module, runner, result):
     return found
 
 
+def _acs_of(result):
+    """{ctl, redirects, line, cmd, error} of one bridge's ``lspci -vvv -s <bdf>``: its Access Control Services controls."""
+    found = {'ctl': None, 'redirects': None, 'line': None, 'cmd': result.cmd, 'error': None}
+    if result.timed_out or result.rc != 0:
+        found['error'] = '%s: `%s` %s' % (hostname(), result.cmd, 'timed out' if result.timed_out else 'exited rc=%s' % result.rc)
+        return found
+    try:
+        parsed = pcie.parse_lspci(result.stdout)
+    except ParseError as exc:
+        found['error'] = '%s: `%s`: %s' % (hostname(), result.cmd, exc)
+        return found
+    bridge = parsed['devices'][0] if parsed['devices'] else {}
+    if bridge.get('acs_ctl') is None:
+        # No ACS capability (a bridge without one cannot redirect), or lspci could not read it (not root).
+        found['error'] = None if bridge.get('capabilities_readable', True) and bridge else (
+            '%s: `%s` could not read the capabilities (run as root)' % (hostname(), result.cmd))
+        return found
+    found.update(ctl=bridge['acs_ctl'], redirects=pcie.acs_redirects(bridge['acs_ctl']), line=bridge['acs_line'])
+    return found
+
+
 ARGUMENT_SPEC = dict(
     sysfs_root=dict(type='path', default='/sys'),
     devices=dict(type='list', elements='str'),
     all_network_devices=dict(type='bool', default=False),
     lspci=dict(type='bool', default=False),
+    acs=dict(type='bool', default=False),
 )
 
 
@@ -104,8 +126,8 @@ def read(module):
     else:
         bdfs, skipped_vfs = _discover(sysfs_root, module.params['all_network_devices'])
 
-    runner = ToolRunner(module) if module.params['lspci'] else None
-    lspci = _lspci_all(runner, sorted(bdfs)) if runner is not None else {}
+    runner = ToolRunner(module) if module.params['lspci'] or module.params['acs'] else None
+    lspci = _lspci_all(runner, sorted(bdfs)) if module.params['lspci'] else {}
     devices = []
     for bdf in sorted(bdfs):
         link = pcie.read_pci_link(sysfs_root, bdf)
@@ -121,13 +143,21 @@ def read(module):
             'upstream': upstream,
             'assessment': pcie.assess_link(link, upstream, is_gpu=(kind == 'gpu')),
         }
-        if runner is not None:
+        if bdf in lspci:
             entry['lspci'] = _lspci(module, runner, lspci[bdf])
             if (entry['lspci'] or {}).get('virtual_function') and not link.get('virtual_function'):
                 # lspci names it a VF where sysfs did not say (no physfn link): it has no link of its own either way.
                 link['virtual_function'] = True
                 entry['assessment'] = pcie.assess_link(link, upstream, is_gpu=(kind == 'gpu'))
         devices.append(entry)
+
+    if module.params['acs']:
+        # Each bridge above a NIC or a GPU once (a switch serves several), its ACS controls on every hop that crosses it.
+        bridges = sorted(set(hop['bdf'] for entry in devices for hop in entry['upstream']))
+        found = dict((bdf, _acs_of(result)) for bdf, result in _lspci_all(runner, bridges).items()) if bridges else {}
+        for entry in devices:
+            for hop in entry['upstream']:
+                hop['acs'] = found.get(hop['bdf'])
 
     def having(status):
         return [entry['bdf'] for entry in devices if entry['assessment']['status'] == status]

@@ -227,7 +227,8 @@ def junit_xml(nodes):
 
 
 def textfile(nodes, playbook='drift', timestamp=None):
-    """node_exporter textfile: netval_drift_findings{node,check,severity} (a gauge of counts: every severity of every
+    """node_exporter textfile: netval_drift_hosts (how many nodes the run watched, labelled with the playbook when it is not
+    drift; netval_drift_hosts 0 is a run that watched nothing), netval_drift_findings{node,check,severity} (a gauge of counts: every severity of every
     check a node has findings for, zeros included), netval_node_bucket{node,bucket} (1 for the node's bucket, 0 for the
     others, for nodes with a bucket) and netval_last_run_timestamp_seconds{node,playbook}.
 
@@ -256,6 +257,9 @@ def textfile(nodes, playbook='drift', timestamp=None):
                                    '20261201T100556Z or seconds since the epoch), got %r' % (name, stamp))
         time_lines.append(prometheus.sample('netval_last_run_timestamp_seconds', (('node', name), ('playbook', playbook)), prometheus.number_text(seconds)))
     return prometheus.exposition((
+        # How many nodes the run watched: 0 is a schedule pointed at an empty group, never a clean fleet.
+        ('netval_drift_hosts', 'Nodes the run watched (0: a schedule pointed at an empty group, never a clean fleet).',
+         [prometheus.sample('netval_drift_hosts', () if playbook == 'drift' else (('playbook', playbook),), len(nodes))]),
         ('netval_drift_findings', 'Drift findings of the node against its baseline, by check and severity (red, expected, info).',
          findings_lines),
         ('netval_node_bucket', 'The node\'s validation bucket: 1 for the current one (A accept, B investigate, C return to provider).',

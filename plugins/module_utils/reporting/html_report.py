@@ -793,8 +793,27 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src %s; script-src %s; bas
                            % (_hash_source(_STYLE), _hash_source(_SCRIPT)))
 
 
-def render_page(nodes, timestamp, run_dir, sections=None):
-    """index.html of one run: the overview table, the peer heatmap when several peers were used, one section per node.
+def _qualification(qualification):
+    """The known-good peers' qualification at the start of the run (peer_policy.qualify_peers, merged): a table, '' without peers."""
+    if not qualification:
+        return ''
+    rows = []
+    for peer, entry in sorted(qualification.items()):
+        entry = entry if isinstance(entry, dict) else {}
+        why = entry.get('reasons') or entry.get('notes') or []
+        rows.append('<tr class="%s"><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+            'A' if entry.get('qualified') else 'B', _e(peer), 'qualified' if entry.get('qualified') else 'left the pool',
+            '<br>'.join(_e(text) for text in why) or '&ndash;'))
+    return ('<section class="run" id="peer-qualification"><h2>Known-good peers</h2>'
+            '<p class="meta">Each peer was read and graded for the nodes\' tier before it measured anyone (ports at the tier\'s rate, '
+            'PCIe links, firmware, GPUs where NCCL runs); a peer that fails leaves the pool for this run.</p>'
+            '<table><thead><tr><th>peer</th><th>qualification</th><th>why</th></tr></thead><tbody>%s</tbody></table></section>'
+            % ''.join(rows))
+
+
+def render_page(nodes, timestamp, run_dir, sections=None, qualification=None):
+    """index.html of one run: the overview table, the known-good peers' qualification, the peer heatmap when several peers
+    were used, one section per node.
 
     ``run_dir`` is where the page will be written; links to evidence are made relative to it.  ``sections``: each
     node's section (node_section), when the caller built them (validation_report builds each node's in isolation);
@@ -818,6 +837,9 @@ def render_page(nodes, timestamp, run_dir, sections=None):
         parts.append('<p class="warning" id="charts-missing">%s</p>' % _e('%s (%s)' % (
             CHARTS_MISSING, (MATPLOTLIB_IMPORT_ERROR or '').strip().splitlines()[-1] if MATPLOTLIB_IMPORT_ERROR else '')))
     parts.extend(['<div class="tiles">%s</div>' % tiles, _overview(nodes, run_dir)])
+    peers = _qualification(qualification)
+    if peers:
+        parts.append(peers)
     heatmap = _heatmap(nodes)
     if heatmap:
         parts.append(heatmap)
@@ -831,8 +853,9 @@ def render_page(nodes, timestamp, run_dir, sections=None):
 _md = report.markdown_text
 
 
-def summary_markdown(nodes, timestamp, run_dir):
-    """summary.md of one run: bucket counts, a table of the nodes, then what is wrong with each node not in bucket A."""
+def summary_markdown(nodes, timestamp, run_dir, qualification=None):
+    """summary.md of one run: bucket counts, a table of the nodes, the peers that failed qualification, then what is wrong
+    with each node not in bucket A."""
     check_nodes(nodes)
     nodes = dict((name, dict(node, node=node.get('node') or name)) for name, node in nodes.items())
     buckets = [nodes[name].get('bucket') for name in nodes]
@@ -844,6 +867,9 @@ def summary_markdown(nodes, timestamp, run_dir):
         peer = node.get('retested_against') and '%s (re-tested; first %s)' % (node['retested_against'], node.get('first_peer')) or node.get('peer')
         lines.append('| %s |' % ' | '.join(_md(cell) for cell in (name, node.get('bucket'), node.get('tier') or '-', peer or '-',
                                                                   '; '.join(_cause_names(node)) or '-')))
+    for peer, entry in sorted((qualification or {}).items()):
+        if isinstance(entry, dict) and not entry.get('qualified'):
+            lines.extend(['', '- known-good peer %s left the pool: %s' % (_md(peer), _md('; '.join(entry.get('reasons') or [])))])
     for name in _ordered(nodes):
         node = nodes[name]
         if node.get('bucket') == 'A':

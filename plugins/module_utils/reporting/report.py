@@ -12,6 +12,7 @@ letter: measured lines are pasted verbatim from the tools' raw output.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 from xml.sax.saxutils import escape, quoteattr
 
@@ -166,16 +167,18 @@ def _short_cmd(cmd):
 
 
 def _short_of_contract(node):
-    """The tests below the contract: marginal or reject, not a figure that only lies below its siblings' (a fleet
-    outlier meets the contract, so it is never put to the provider)."""
-    return [t for t in node.get('tests', []) if t.get('status') in ('marginal', 'reject') and not t.get(verdict.FLEET_OUTLIER)]
+    """The tests that return the node: rejected on a line the contract states (a marginal figure, one past a line this
+    project chose, or one that only lies below its siblings' is ours to look into, never put to the provider)."""
+    return [t for t in node.get('tests', []) if t.get('status') == 'reject' and not t.get(verdict.FLEET_OUTLIER)]
 
 
 def _measured_lines(node):
-    """The failing tests' commands and output, as lines of an indented code block (pasted as printed)."""
+    """The rejected tests' commands and output, as lines of an indented code block (pasted as printed): what is below contract."""
     lines = []
     for test in _short_of_contract(node):
         verbatim = test.get('verbatim') or []
+        if test.get('server_cmd'):
+            lines.append('$ %s' % _short_cmd(test['server_cmd']))
         if test.get('cmd'):
             lines.append('$ %s' % _short_cmd(test['cmd']))
         if verbatim:
@@ -189,7 +192,7 @@ def _measured_lines(node):
 
 
 def _healthy_lines(node, limit=10):
-    """Healthy results of the same kinds as the failing ones: the comparison the provider needs."""
+    """Healthy results of the same kinds as the rejected ones: the comparison the provider needs."""
     failing = set(t.get('metric') for t in _short_of_contract(node))
     lines = []
     for test in node.get('tests', []):
@@ -201,6 +204,78 @@ def _healthy_lines(node, limit=10):
 def _subject_phrase(subject, node):
     pci = (node.get('nic_pci') or {}).get(subject)
     return markdown_text('%s (%s)' % (subject, pci) if pci else subject)
+
+
+# What a letter may say of a cause that returns a node: the provider's side of the pattern, never our own to-do list.  A cause
+# not named here (our setup, a gap in what we measured, a line this project chose) never reaches a provider.
+LETTER_CAUSES = {
+    'gpu_hardware': 'a GPU hardware fault (a GPU missing from the system, or uncorrectable memory errors)',
+    'gpu_diagnostics': 'a GPU failing the DCGM diagnostic',
+    'link_instability': 'link instability during validation (a port went down or logged cable-module events)',
+    'nic_link': 'RDMA ports that are not Active at the contracted rate',
+    'link_quality': 'links whose FEC mode or bit error rate is outside the contract',
+    'pcie_link': 'a PCIe link below the contracted speed or width',
+    'pcie_errors': 'PCIe errors (AER) during validation',
+    'platform_aggregate': 'aggregate throughput 30% or more below contract with every NIC running at once',
+    'platform_tuning': 'every NIC below the contracted throughput by about the same fraction',
+    'rdma_all_slow': 'every NIC below the contracted per-port RDMA throughput',
+    'single_nic_slow': 'a NIC below the contracted per-port RDMA throughput while the others meet it',
+    'rdma_specific': 'RDMA throughput below contract while TCP throughput meets it',
+    'firmware_throttle': 'a rail far below its line rate, the pattern of the ConnectX-7 firmware throttle',
+    'gdr': 'GPUDirect RDMA throughput below contract while host-memory RDMA meets it',
+    'pfc_pause': 'pause frames far above normal during the sustained test',
+    'nccl_socket_fallback': 'NCCL unable to use the RDMA fabric (it fell back to TCP sockets)',
+    'nccl_wrong_results': 'collective operations returning wrong results',
+    'unexplained': 'a figure below contract that matches no known failure pattern',
+}
+
+
+def letter_causes(node):
+    """[(what the letter says, the subjects)] of the causes that return the node and a letter may name."""
+    found = []
+    for cause in node.get('causes') or []:
+        if isinstance(cause, dict) and cause.get('returns_node') and cause.get('cause') in LETTER_CAUSES:
+            found.append((LETTER_CAUSES[cause['cause']], [s for s in cause.get('subjects') or [] if s]))
+    return found
+
+
+def ruled_out_facts(node):
+    """What the run itself rules out, from its healthy findings of the subjects that did not fail: the other NICs' PCIe links
+    and ports, uniform firmware at or above the contracted minimum, every GPU present (the runbook's "The other six NICs all show
+    Speed 32GT/s, Width x16 ... the firmware on the NIC is current")."""
+    findings = [f for f in node.get('findings') or [] if isinstance(f, dict)]
+    failing = set(str(f.get('subject')) for f in findings + list(node.get('tests') or []) if isinstance(f, dict) and f.get('status') == 'reject')
+    facts = []
+    links = {}
+    for finding in findings:
+        if finding.get('check') == 'pcie_link' and finding.get('status') == 'healthy' and str(finding.get('subject')) not in failing:
+            links.setdefault(str(finding.get('actual')), []).append(str(finding.get('subject')))
+    for actual, subjects in sorted(links.items()):
+        facts.append('%s %s show %s' % ('the other NICs' if failing else 'all NICs', '(%s)' % ', '.join(sorted(subjects)), actual))
+    ports = [f for f in findings if f.get('check') == 'port_state' and f.get('status') == 'healthy'
+             and str(f.get('subject')).split('/', maxsplit=1)[0] not in failing]
+    if ports:
+        facts.append('%d %sRDMA ports are Active at their rate' % (len(ports), 'other ' if failing else ''))
+    for finding in findings:
+        if finding.get('check') == 'firmware_uniform' and finding.get('status') == 'healthy':
+            facts.append(str(finding.get('detail')))
+    floors = [f for f in findings if f.get('check') == 'firmware_min_version']
+    if floors and all(f.get('status') == 'healthy' for f in floors):
+        facts.append('every NIC runs at least the contracted minimum firmware (%s)' % ', '.join(sorted(set(str(f.get('expected')) for f in floors))))
+    for finding in findings:
+        if finding.get('check') == 'gpu_count' and finding.get('status') == 'healthy':
+            facts.append(str(finding.get('detail')))
+    return facts
+
+
+def _closing_ids(node):
+    """The runbook's "Cluster identifier and support contract attached", or what is missing for it."""
+    cluster, contract = node.get('cluster_id'), node.get('support_contract')
+    if cluster and contract:
+        return 'Cluster identifier %s; support contract %s (attached).' % (markdown_text(cluster), markdown_text(contract))
+    missing = [name for name, value in (('netval_cluster_id', cluster), ('netval_support_contract', contract)) if not value]
+    return ('[Cluster identifier and support contract: %s not set in the inventory; add them before this letter is sent.]'
+            % ' and '.join(missing))
 
 
 def vendor_letter(node, sender=None):
@@ -239,7 +314,8 @@ def vendor_letter(node, sender=None):
     measured = _measured_lines(node)
     if measured:
         paragraphs.append('Measured results (pasted from the tools\' output):\n\n' + '\n'.join(measured).rstrip())
-    differences = [f for f in node.get('findings', []) if f.get('status') in ('marginal', 'reject')]
+    # Only what returns the node: a marginal finding is ours to look into, not the provider's to answer for.
+    differences = [f for f in node.get('findings', []) if f.get('status') == 'reject']
     if differences:
         diff_lines = []
         for finding in differences:
@@ -252,25 +328,26 @@ def vendor_letter(node, sender=None):
     healthy = _healthy_lines(node)
     if healthy:
         paragraphs.append('For comparison, these passed on the same node and peer:\n\n' + '\n'.join(healthy))
-    # Only what the provider must answer for: a figure below its siblings but within the contract is ours to look into.
-    causes = [c for c in node.get('causes') or [] if not (isinstance(c, dict) and c.get('cause') == verdict.FLEET_OUTLIER)]
+    causes = letter_causes(node)
     if causes:
-        paragraphs.append('Our reading of the pattern: %s' % ' '.join(
-            markdown_text((c['detail'] if isinstance(c, dict) else str(c)).rstrip('.')) + '.' for c in causes))
-    ruled_out = node.get('ruled_out') or []
+        paragraphs.append('Our reading of the pattern: %s.' % '; '.join(
+            markdown_text('%s (%s)' % (words, ', '.join(subjects)) if subjects else words) for words, subjects in causes))
+    ruled_out = [markdown_text(r.rstrip('.')) for r in node.get('ruled_out') or []]
+    facts = [markdown_text(fact.rstrip('.')) for fact in ruled_out_facts(node)]
     if ruled_out:
-        paragraphs.append('Already ruled out on our side: %s.' % '; '.join(markdown_text(r.rstrip('.')) for r in ruled_out))
+        paragraphs.append('Already ruled out on our side: %s.' % '; '.join(ruled_out))
     else:
         paragraphs.append('We have not yet reseated cards or swapped cables on this node.')
+    if facts:
+        paragraphs.append('The same run shows: %s.' % '; '.join(facts))
     subjects = []
-    for cause in causes:
-        if isinstance(cause, dict):
-            subjects.extend(s for s in cause.get('subjects', []) if s and s not in subjects)
+    for _words, named in causes:
+        subjects.extend(s for s in named if s not in subjects)
     ask = markdown_text(node['ask']) if node.get('ask') else (
         'Could you confirm whether the platform delivers the contracted configuration%s, and repair or replace '
         'what does not? We have left the node in this state so you can run your own diagnostics.'
         % ((' on %s' % ', '.join(_subject_phrase(s, node) for s in subjects)) if subjects else ''))
-    paragraphs.append(ask)
+    paragraphs.append('%s %s' % (ask, _closing_ids(node)))
     paragraphs.append('Once the node meets the specification we will re-validate it end to end before it joins '
                       'the production pool. Until then it stays cordoned.')
     paragraphs.append('Thanks,\n%s' % (sender.get('signature') or '[name], [role]'))
@@ -312,7 +389,7 @@ def run_line(nodes, hosts=None):
     return '%d of %d nodes reported: %s' % (len(nodes), total, ', '.join('%d %s' % (buckets.count(b), BUCKET_WORDS[b]) for b in sorted(BUCKET_WORDS)))
 
 
-def summary_table(nodes, hosts=None):
+def summary_table(nodes, hosts=None, qualification=None):
     """The run line, then a fixed-width text table of the run: node, peer, tier, bucket, counts (unknown: not measured, with
     a reason), first cause."""
     check_nodes(nodes)
@@ -333,6 +410,7 @@ def summary_table(nodes, hosts=None):
            '  '.join('-' * w for w in widths)]
     for row in rows:
         out.append('  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    out.extend(qualification_lines(qualification))
     for peer, entry in sorted(lost_peers(nodes).items()):
         out.append(one_line('peer %s went away mid-run and left the pool: %s' % (peer, '; '.join(
             '%s was on it (%s), then %s' % (e['node'], e['detail'], 'measured on %s' % e['then'] if e.get('then') else 'not measured')
@@ -341,10 +419,17 @@ def summary_table(nodes, hosts=None):
         out.extend(one_line(line) for line in chain_lines(nodes))
     for peer, entry in sorted(suspect_peers(nodes).items()):
         out.append(one_line('suspect peer %s%s: %s' % (peer, ' (left the pool)' if entry['left_pool'] else '', '; '.join(
-            '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], f['first_value'], f.get('unit') or '',
-                                                f['first_peer'], f['second_value'], f['second_peer'])
+            '%s %s %s %s %s on %s, %s on %s' % (f['node'], f['metric'], f['subject'], _figure(f['first_value']), f.get('unit') or '',
+                                                f['first_peer'], _figure(f['second_value']), f['second_peer'])
             for f in entry['figures']))))
     return '\n'.join(out) + '\n'
+
+
+def _figure(value):
+    """A measured figure as the summary writes it (7.26, not 7.260004679680001); anything else as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return catalogue.figure_text(value)
+    return str(value)
 
 
 def validation_chain(nodes):
@@ -410,6 +495,15 @@ def suspect_peers(nodes):
         entry['left_pool'] = entry['left_pool'] or bool(suspect.get('left_pool'))
         entry['figures'].extend(dict(f, node=name) for f in suspect.get('figures') or [])
     return found
+
+
+def qualification_lines(qualification):
+    """summary.txt's lines on the known-good peers: one per peer that left the pool before the run, with why."""
+    lines = []
+    for peer, entry in sorted((qualification or {}).items()):
+        if isinstance(entry, dict) and not entry.get('qualified'):
+            lines.append(one_line('peer %s not qualified, left the pool: %s' % (peer, '; '.join(entry.get('reasons') or ['no reason']))))
+    return lines
 
 
 def junit_xml(nodes):

@@ -32,7 +32,7 @@ import time
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import evidence
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import evidence_reads, node_input
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import fleet, prediction, verdict
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import fleet, peer_policy, prediction, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import report
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import failure
@@ -48,6 +48,7 @@ ARGUMENT_SPEC = dict(
     evidence_dir=dict(type='path'),
     fleet_rules=dict(type='dict', default={}),
     link_baselines=dict(type='bool', default=False),
+    peer_qualification=dict(type='list', elements='dict', default=[]),
 )
 # The run's textfile in node_exporter's textfile directory (drift_report writes netval_drift.prom beside it).
 TEXTFILE_NAME = 'netval_validate.prom'
@@ -198,6 +199,8 @@ def write(params, check_mode):
         if name not in nodes:
             nodes[name], problems[name] = verdict.incomplete_verdict(name, 'report', NOT_REPORTED), []
     nodes, compared = compare_with_fleet(nodes, params)
+    # Each node's view of the known-good peers (graded for its tier), merged; its text is a peer's, passed through the boundary too.
+    qualification, dummy = node_input.clean_value('peer_qualification', peer_policy.merge_qualifications(params.get('peer_qualification') or []))
     drawn, failed = ({}, {}) if check_mode else page.draw_charts(nodes)
     per_node = {}
     for name in sorted(nodes):
@@ -209,7 +212,7 @@ def write(params, check_mode):
             # One node's data never stops another node's report: this node's is its run_incomplete.
             nodes[name] = incomplete_report(name, nodes[name], _why(exc), problems[name])
             per_node[name] = node_files(name, nodes[name], where, stamp, params['sender'], [] if page.HAS_MATPLOTLIB else None)
-    table = report.summary_table(nodes, hosts)
+    table = report.summary_table(nodes, hosts, qualification)
     table += ''.join(line + '\n' for line in fleet_lines(compared))
     timing = None
     try:
@@ -246,10 +249,12 @@ def write(params, check_mode):
     summary['promoted'] = report.promoted_nodes(nodes)
     summary['fleet'] = {'batches': compared['batches'], 'notes': compared['notes']}
     summary['common_elements'] = compared['common_elements']
+    summary['peer_qualification'] = qualification
     files['summary.json'] = json.dumps(summary, indent=2, sort_keys=True)
     # Links to the evidence bundles are relative to where the page lands.
-    files['index.html'] = page.render_page(nodes, stamp, where, sections=dict((name, per_node[name]['section']) for name in nodes))
-    files['summary.md'] = page.summary_markdown(nodes, stamp, where)
+    files['index.html'] = page.render_page(nodes, stamp, where, sections=dict((name, per_node[name]['section']) for name in nodes),
+                                           qualification=qualification)
+    files['summary.md'] = page.summary_markdown(nodes, stamp, where, qualification)
     try:
         evidence.build_bundle(run_dir, files)
         evidence.replace_symlink(os.path.join(root, 'latest'), stamp)

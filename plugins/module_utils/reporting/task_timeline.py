@@ -10,7 +10,7 @@ The ``gpufleet.netval.task_timeline`` callback writes one JSON document per
     playbooks           the playbook files of the run, in order
     playbook_start      epoch seconds (float) when the first playbook started
     playbook_end        epoch seconds when the run's stats were reported
-    controller          pid, ansible_version, python
+    controller          pid, ansible_version, python, forks (the run's worker limit)
     peak_rss_mib        self, children, total (see the callback's documentation for what they measure)
     loop_timing         "per task": a loop task is one record, from its start to its last item's result
     records             one per (host, task) that a worker ran, in start order:

@@ -29,7 +29,9 @@ def test_profile_errors_filter_lists_every_problem():
     broken = copy.deepcopy(TIERS['400G'])
     broken['thresholds']['ib_send_bw_gbs'] = {'healthy': [46, 48]}
     broken['preflight']['gpu_pages_pending'] = {'severity': 'fatal'}
-    assert errors(broken, '400G') == ['tier 400G: threshold ib_send_bw_gbs needs exactly one of reject_below / reject_above',
+    assert errors(broken, '400G') == ['tier 400G: thresholds.ib_send_bw_gbs has no source: say whether the runbook, the contract or '
+                                      'this project ("project: <why>") states the line',
+                                      'tier 400G: threshold ib_send_bw_gbs needs exactly one of reject_below / reject_above',
                                       'tier 400G: preflight.gpu_pages_pending.severity must be marginal or reject']
 
 

@@ -81,3 +81,7 @@ def test_every_shipped_threshold_says_where_its_lines_come_from(tier):
 
 def test_the_100g_gdr_reject_line_is_the_runbooks_per_hca_line():
     assert TIERS['100G']['thresholds']['gdr_bw_gbs']['reject_below'] == TIERS['100G']['thresholds']['ib_send_bw_gbs']['reject_below'] == 11
+
+
+def test_a_figure_is_written_without_noise():
+    assert [catalogue.figure_text(v) for v in (None, 46, 46.0, 45.5, 0.1234, 2.0004)] == ['-', '46', '46', '45.5', '0.123', '2']

@@ -244,3 +244,22 @@ def test_level_not_run_needs_a_complete_result_of_level_two_or_more():
     assert dcgmi.level_not_run(dict(skipped, overall='fail'), 3) is None
     assert dcgmi.is_software_test({'category': None, 'name': 'Persistence Mode'}) is True
     assert dcgmi.is_software_test({'category': None, 'name': 'targeted_power'}) is False
+
+
+def test_discovery_without_host_engine_is_unreachable():
+    result = dcgmi.parse_dcgmi_discovery(fixtures.local('dcgmi/dcgmi_discovery_l_no_hostengine_dcgm_exporter_pod_blog.txt'))
+    assert result['hostengine'] == 'unreachable' and result['gpus'] == [] and result['gpu_count'] is None
+    assert 'Unable to connect to host engine' in result['error']
+
+
+def test_discovery_lists_the_gpus_the_host_engine_sees():
+    result = dcgmi.parse_dcgmi_discovery(fixtures.local('dcgmi/dcgmi_discovery_l_8x_h800_0_nvswitches_public_notes.txt'))
+    assert result['hostengine'] == 'reachable' and result['gpu_count'] == 8 and result['nvswitch_count'] == 0
+    assert [gpu['id'] for gpu in result['gpus']] == list(range(8))
+    assert result['gpus'][0] == {'id': 0, 'name': 'NVIDIA H800', 'bus_id': '0000:18:00.0', 'uuid': 'GPU-34bf77d1-c686-6821-79a8-32d326c5039c'}
+    assert result['gpus'][5]['bus_id'] == '0000:bd:00.0'
+
+
+def test_discovery_refuses_foreign_text():
+    with pytest.raises(ParseError):
+        dcgmi.parse_dcgmi_discovery('bash: dcgmi: command not found\n')

@@ -122,9 +122,10 @@ def families(text):
 
 def test_textfile_parses_with_prometheus_client():
     text = drift_writers.textfile(nodes(), 'drift')
-    assert text.count('# HELP ') == 3 and text.count('# TYPE ') == 3 and text.endswith('\n')
+    assert text.count('# HELP ') == 4 and text.count('# TYPE ') == 4 and text.endswith('\n')
     parsed = families(text)
-    assert sorted(parsed) == ['netval_drift_findings', 'netval_last_run_timestamp_seconds', 'netval_node_bucket']
+    assert sorted(parsed) == ['netval_drift_findings', 'netval_drift_hosts', 'netval_last_run_timestamp_seconds', 'netval_node_bucket']
+    assert [(s.labels, s.value) for s in parsed['netval_drift_hosts'].samples] == [({}, 3.0)]
     assert all(family.type == 'gauge' for family in parsed.values())
     findings = dict(((s.labels['node'], s.labels['check'], s.labels['severity']), s.value) for s in parsed['netval_drift_findings'].samples)
     assert findings[('node01', 'port_rate', 'red')] == 1 and findings[('node01', 'port_rate', 'info')] == 0
@@ -136,6 +137,12 @@ def test_textfile_parses_with_prometheus_client():
     assert buckets == {('node01', 'A'): 1, ('node01', 'B'): 0, ('node01', 'C'): 0, ('node02', 'A'): 1, ('node02', 'B'): 0, ('node02', 'C'): 0}
     stamps = dict(((s.labels['node'], s.labels['playbook']), s.value) for s in parsed['netval_last_run_timestamp_seconds'].samples)
     assert stamps == dict(((name, 'drift'), 1796205956.0) for name in ('node01', 'node02', 'node03'))
+
+
+def test_a_run_that_watched_nothing_says_so():
+    text = drift_writers.textfile({}, 'drift', 1796205956)
+    assert 'netval_drift_hosts 0\n' in text
+    assert [(s.labels, s.value) for s in families(text)['netval_drift_hosts'].samples] == [({}, 0.0)]
 
 
 def test_textfile_label_values_are_escaped():

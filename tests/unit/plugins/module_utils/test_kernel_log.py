@@ -164,3 +164,21 @@ def test_journalctl_short_iso_precise_xids_mig_and_link_flaps_synthetic():
         ('down', 'enp59s0f0np0', '0000:3b:00.0'), ('up', 'enp59s0f0np0', '0000:3b:00.0')] * 2
     assert [f['bus_id'] for f in result['fallen_off_bus']] == ['0000:db:00.0']
     assert kernel_log.summarize_xid(result['xid']) == {'0000:9b:00.0': {'94': 2}, '0000:bb:00.0': {'48': 1}, '0000:db:00.0': {'79': 1}}
+
+
+@pytest.mark.parametrize('when, epoch', [
+    ('2025-01-17T17:10:43+0000', 1737133843), ('2025-01-18T01:10:43+0800', 1737133843), ('2025-01-17T12:10:43-05:00', 1737133843),
+    ('2025-01-17T17:10:43.250000+0000', 1737133843.25), ('2025-01-17T17:10:43Z', 1737133843),
+])
+def test_time_epoch_places_zoned_journal_times_on_one_clock(when, epoch):
+    assert kernel_log.time_epoch(when) == epoch
+
+
+@pytest.mark.parametrize('when', [None, '1843.308145', 'Sun Feb 23 16:24:18 2025', 'Feb 14 05:03:41', '2025-01-17T17:10:43'])
+def test_time_epoch_of_a_time_without_zone_is_unknown(when):
+    assert kernel_log.time_epoch(when) is None
+
+
+def test_journal_lines_carry_times_time_epoch_can_read():
+    parsed = kernel_log.parse_kernel_log(fixtures.local('kernel_log/journalctl_k_short_iso_precise_xid94_mig_xid48_xid79_mlx5_link_flaps_synthetic.txt'))
+    assert parsed['link_events'] and all(kernel_log.time_epoch(event['time']) is not None for event in parsed['link_events'])

@@ -157,7 +157,9 @@ def facts(gpu_count=8, governor='performance', lnksta=32):
                          'assessment': {'status': 'ok' if lnksta == 32 else 'degraded', 'reason': 'below capability'},
                          'lspci': {'cmd': 'lspci -vvv -s 1a:00.0', 'link_lines': ['LnkCap: Port #0, Speed 32GT/s, Width x16',
                                                                                   'LnkSta: Speed 16GT/s (downgraded), Width x16']}}]}
-    host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
+    # The runbook's cmdline (iommu=pt, default_hugepagesz=1G, hugepages=N) and the 1G pool it reserves.
+    host = {'cmdline': {'tokens': ['ro', 'iommu=pt', 'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=128']},
+            'hugepages': {'total': 128, 'page_size_bytes': 1073741824, 'pools_kib': {'1048576': 128}},
             'modules': dict((m, {}) for m in T400['host']['modules']), 'cpu_governor': {'uniform': governor, 'counts': {governor: 64}},
             'no_turbo': False, 'memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
             'memlock_login': {'user': 'root', 'soft_kib': 'unlimited', 'source': 'login_shell', 'errors': []}}
@@ -231,13 +233,16 @@ def test_a_batch_reads_each_run_from_its_client_its_failed_server_or_the_failed_
                    server={'on': 'node'}, client={'on': 'peer'}) for i in range(3)]
     batch = {'runs': runs}
     busy = {'id': runs[1]['id'], 'pid': None, 'failed': True, 'msg': 'port busy', 'error_class': 'port_in_use', 'error_side': 'ours'}
-    servers = {'servers': [{'id': runs[0]['id'], 'pid': 10}, busy, {'id': runs[2]['id'], 'pid': 12}]}
+    gpu_server = '/usr/bin/ib_send_bw -d mlx5_0 --use_cuda_bus_id=0000:1b:00.0 --use_cuda_dmabuf -p 18515 -F'
+    servers = {'servers': [{'id': runs[0]['id'], 'pid': 10, 'cmd': gpu_server}, busy, {'id': runs[2]['id'], 'pid': 12}]}
     clients = {'clients': [dict(perftest_result(text), id=runs[0]['id']),
                            {'id': runs[2]['id'], 'failed': True, 'msg': 'no RDMA device', 'error_class': 'no_rdma_device',
                             'error_side': 'host', 'stdout': ''}]}
     found = measurements.batch_measurements(batch, servers, clients, 'peer01')
     assert [m['id'] for m in found] == [r['id'] for r in runs]
     assert found[0]['value'] > 25 and found[1]['error_class'] == 'port_in_use' and found[1]['value'] is None
+    # The node's end of the session (its GPU options) is kept beside the client's command.
+    assert found[0]['server_cmd'] == gpu_server and 'server_cmd' not in found[2]
     assert found[2]['error_side'] == 'ours'  # the client ran on the peer: its host's fault is ours, not the node's
     whole = measurements.batch_measurements(batch, {'failed': True, 'msg': "tool 'ib_send_bw' not found", 'error_class': 'tool_missing',
                                                     'error_side': 'ours'}, {}, 'peer01')

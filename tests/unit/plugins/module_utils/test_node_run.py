@@ -12,8 +12,10 @@ from tests.unit import fixtures
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
     P400 = yaml.safe_load(handle)['tier_profile_tiers']['400G']
 
-HEALTH = [{'item': 'peer01', 'live_ports': [{'device': 'mlx5_0'}]}, {'item': 'peer02', 'live_ports': [{'device': 'mlx5_0'}]},
-          {'item': 'peer03', 'unreachable': True, 'msg': 'timed out'}]
+# The run's qualification of its known-good peers (peer_policy.qualify_peers), as check_peers takes it.
+QUALIFIED = {'qualified': True, 'reasons': [], 'notes': [], 'checked': ['port_state']}
+QUALIFICATION = {'peer01': QUALIFIED, 'peer02': QUALIFIED,
+                 'peer03': {'qualified': False, 'reasons': ['cannot be reached: timed out'], 'notes': [], 'checked': []}}
 LEASE = {'peer': 'peer01', 'waited_s': 0.0, 'acquired_at': 1764900000.0}
 
 
@@ -52,8 +54,10 @@ def run(*steps):
     return record
 
 
-PEERS_OK = ('check_peers', {'health_results': HEALTH})
-PREFLIGHT_OK = ('after_preflight', {'blocking': [], 'started': '2026-12-05 10:01:00', 'plan_seconds': {'peer_s': 30.0}})
+PEERS_OK = ('check_peers', {'qualification': QUALIFICATION})
+# The tests' start as the node's clock read it (epoch seconds; a string, as a registered fact templates it).
+STARTED = 1764928860
+PREFLIGHT_OK = ('after_preflight', {'blocking': [], 'started': str(STARTED), 'plan_seconds': {'peer_s': 30.0}})
 
 
 def graded(record):
@@ -77,7 +81,7 @@ SEQUENCES = {
         {'tests_skipped': 'preflight found blocking problems: 7 of 8 GPUs', 'plan_seconds': None, 'tried_peers': [], 'measured': 0,
          'peer': 'peer01'}),
     'no healthy peer': (
-        [('check_peers', {'health_results': [HEALTH[2]]}), PREFLIGHT_OK],
+        [('check_peers', {'qualification': {'peer03': QUALIFICATION['peer03']}}), PREFLIGHT_OK],
         {'tests_skipped': 'no healthy known-good peer', 'peer_findings': ['peer_health'], 'healthy_peers': [], 'measured': 0, 'peer': None}),
     'check mode': (
         [PEERS_OK, ('after_preflight', {'blocking': [], 'check_mode': True})],
@@ -148,8 +152,8 @@ def test_each_lifecycle_sequence_ends_in_the_record_and_verdict_inputs_it_must(n
 def test_the_healthy_sequence_grades_a_and_the_timeline_lists_the_lease():
     record = run(*SEQUENCES['healthy: local while waiting, then the peer'][0])
     assert graded(record)['bucket'] == 'A'
-    assert node_run.timeline(record) == [{'peer': 'peer01', 'retest': False, 'waited_s': 0.0, 'acquired_at': 1764900000.0}]
-    assert record['plan_seconds'] == {'peer_s': 30.0} and record['tests_started'] == '2026-12-05 10:01:00'
+    assert node_run.timeline(record) == [{'peer': 'peer01', 'retest': False, 'waited_s': 0.0, 'acquired_at': 1764900000.0, 'tries': 1}]
+    assert record['plan_seconds'] == {'peer_s': 30.0} and record['tests_started'] == STARTED
 
 
 def retested(second_values, broke=False):
@@ -196,6 +200,54 @@ def test_a_retest_that_broke_keeps_the_first_peers_figures():
     assert inputs['retested_against'] is None and inputs['peer'] == 'peer01' and inputs['first_peer_tests'] == []
     assert set(m['peer'] for m in inputs['measurements'] if m.get('peer')) == {'peer01'}
     assert inputs['broke']['where'] == 'tests: Record the suspicion'
+
+
+def test_a_peer_left_out_is_named_with_its_reason_and_the_node_keeps_its_view_of_the_peers():
+    record = run(('check_peers', {'qualification': {'peer01': dict(QUALIFIED, qualified=False, reasons=['port_rate: mlx5_3 at 200 Gb/s']),
+                                                    'peer02': QUALIFIED}}))
+    assert record['healthy_peers'] == ['peer02'] and record['peer_findings'] == []
+    assert record['peer_qualification']['peer01']['reasons'] == ['port_rate: mlx5_3 at 200 Gb/s']
+    alone = run(('check_peers', {'qualification': {'peer01': dict(QUALIFIED, qualified=False, reasons=['no live RDMA port'])}}))
+    assert alone['healthy_peers'] == [] and 'peer01: no live RDMA port' in alone['peer_findings'][0]['detail']
+
+
+def test_link_events_the_nodes_journal_dates_before_the_tests_never_count():
+    burnin = {'event': 'down', 'device': 'mlx5_1', 'line': 'mlx5_1: Link down', 'time': '2025-12-05T10:00:59+0800'}
+    during = {'event': 'down', 'device': 'mlx5_2', 'line': 'mlx5_2: Link down', 'time': '2025-12-05T18:01:30+0800'}
+    record = run(PEERS_OK, PREFLIGHT_OK, ('read_kernel', {'kernel_result': {'kernel_log': {'link_events': [burnin, during]}}}))
+    assert [f['subject'] for f in record['link_findings']] == ['mlx5_2']
+
+
+def test_a_start_that_is_not_the_nodes_epoch_is_refused():
+    with pytest.raises(node_run.NodeRunError, match='epoch seconds read on the node'):
+        run(PEERS_OK, ('after_preflight', {'blocking': [], 'started': '2026-12-05 10:01:00'}))
+
+
+def test_a_node_that_finds_every_peer_busy_tries_longer_each_time_and_its_lease_counts_every_try():
+    record = run(PEERS_OK, PREFLIGHT_OK)
+    tries = []
+    for _try in range(6):
+        this = node_run.lease_try(record, 5, 1.5, 3600)
+        assert node_run.lease_try(record, 5, 1.5, 3600) == this  # pure: a task may ask twice
+        tries.append(this['wait_s'])
+        record = node_run.queued(record, this['wait_s'] + 0.25)
+    assert tries == [5, 7, 11, 16, 25, 37] and record['queue'] == {'tries': 6, 'waited_s': 102.5}
+    record = node_run.start_pass(record, 'peer', 'peer02', {'waited_s': 2.0, 'acquired_at': 1764900000.0})
+    assert node_run.timeline(record) == [{'peer': 'peer02', 'retest': False, 'waited_s': 104.5, 'acquired_at': 1764900000.0, 'tries': 7}]
+    assert record['queue'] == node_run.NOT_QUEUED  # the next wait (a re-test's) starts over
+    assert node_run.lease_try(record, 5, 1.5, 3600)['wait_s'] == 5
+
+
+def test_a_day_of_waiting_costs_a_few_dozen_tries_and_the_last_one_uses_what_is_left():
+    record, tries = run(PEERS_OK, PREFLIGHT_OK), 0
+    while not node_run.lease_try(record, 5, 1.5, 86400)['last']:
+        record = node_run.queued(record, node_run.lease_try(record, 5, 1.5, 86400)['wait_s'])
+        tries += 1
+    assert tries == 22   # the recursion of tasks/take_peer.yml stays shallow
+    last = node_run.lease_try(record, 5, 1.5, 86400)
+    assert last['last'] and 0 < last['wait_s'] < 5 * 1.5 ** 22 and last['wait_s'] + record['queue']['waited_s'] <= 86400
+    record = node_run.queued(record, last['wait_s'] + 1)
+    assert node_run.lease_try(record, 5, 1.5, 86400) == {'wait_s': 0, 'last': True, 'tries': 23, 'waited_s': record['queue']['waited_s']}
 
 
 def test_a_transition_never_changes_the_record_it_was_given():

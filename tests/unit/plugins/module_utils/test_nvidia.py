@@ -265,3 +265,30 @@ def test_blackwell_xml_counts_the_sram_secded_uncorrectable_errors_synthetic():
     assert (volatile['sram_uncorrectable_secded'], volatile['sram_uncorrectable'], volatile['uncorrectable_total']) == (2, 2, 2)
     assert gpu['ecc_errors']['aggregate']['correctable_total'] == 3 and gpu['ecc_mode_current'] == 'Enabled'
     assert (gpu['power_draw_w'], gpu['power_average_w'], gpu['temperature_c']) == (143.02, 142.37, 34.0)
+
+
+def test_driver_version_of_the_open_kernel_modules():
+    result = nvidia.parse_nvidia_driver_version(fixtures.local('nvidia/proc_driver_nvidia_version_555.42.02_open_kernel_module_public.txt'))
+    assert result['version'] == '555.42.02' and result['open_kernel_module'] is True
+
+
+def test_driver_version_of_the_proprietary_module():
+    result = nvidia.parse_nvidia_driver_version(fixtures.local('nvidia/proc_driver_nvidia_version_510.39.01_proprietary_mlnx_ofed_nvidia_doc.txt'))
+    assert result['version'] == '510.39.01' and result['open_kernel_module'] is False
+
+
+def test_driver_version_refuses_a_missing_banner():
+    with pytest.raises(ParseError):
+        nvidia.parse_nvidia_driver_version('cat: /proc/driver/nvidia/version: No such file or directory\n')
+
+
+def test_fabric_manager_state_of_an_nvswitch_system_from_the_text_query():
+    result = nvidia.parse_nvidia_smi_q(fixtures.shared('nvidia-smi/nvidia_smi_q_535.161.08_8xH100_sxm_healthy_gpud.txt'))
+    assert [gpu['fabric'] for gpu in result['gpus']] == [{'state': 'Completed', 'status': 'Success'}] * 8
+    assert all(gpu['persistence_mode'] == 'Enabled' for gpu in result['gpus'])
+
+
+def test_fabric_not_applicable_reads_as_unknown():
+    result = nvidia.parse_nvidia_smi_xml(fixtures.shared(
+        'nvidia-smi-xml/nvidia_smi_qx_535.54.03_A100_sxm4_80GB_mig_enabled_attached4_but_1gpu_telegraf.xml.txt'))
+    assert result['gpus'][0]['fabric'] == {'state': None, 'status': None}

@@ -398,3 +398,26 @@ def test_sysfs_vf_is_recognised_by_physfn_and_never_judged(tmp_path):
     assert pcie.assess_link(pf, pcie.walk_upstream(root, '0000:01:00.0'))['status'] == 'ok'
     found = pcie.read_pci_devices(root, [pcie.CLASS_ETHERNET])
     assert [(d['bdf'], d['virtual_function']) for d in found] == [('0000:01:00.0', False), ('0000:01:00.1', True), ('0000:01:00.2', True)]
+
+
+def test_acs_control_redirecting_peer_to_peer_is_read_from_a_real_bridge():
+    bridge = pcie.parse_lspci(fixtures.local('lspci/lspci_vvv_s_amd_matisse_downstream_port_acsctl_redirect_on_found_public.txt'))['devices'][0]
+    assert bridge['bdf'] == '03:02.0' and bridge['port_type'] == 'Downstream Port'
+    assert bridge['acs_ctl'] == {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True, 'UpstreamFwd': True,
+                                 'EgressCtrl': False, 'DirectTrans': False}
+    assert bridge['acs_cap']['DirectTrans'] is True
+    assert pcie.acs_redirects(bridge['acs_ctl']) == ['ReqRedir', 'CmpltRedir', 'UpstreamFwd']
+    assert bridge['acs_line'].startswith('ACSCtl:') and 'ReqRedir+' in bridge['acs_line']
+
+
+def test_acs_capable_but_off_redirects_nothing():
+    bridge = pcie.parse_lspci(fixtures.local('lspci/lspci_vvv_intel_sunrise_point_root_port_acs_capable_acsctl_off_found_public.txt'))['devices'][0]
+    assert bridge['port_type'] == 'Root Port' and bridge['acs_cap']['ReqRedir'] is True
+    assert not any(bridge['acs_ctl'].values()) and pcie.acs_redirects(bridge['acs_ctl']) == []
+
+
+def test_a_device_without_the_acs_capability_has_none():
+    text = fixtures.shared('lspci/lspci_cx6dx_header_lnkcap_16GT_x16_l2fwd6_truncated.txt')
+    assert 'ACS' not in text
+    device = pcie.parse_lspci(text)['devices'][0]
+    assert device['acs_ctl'] is None and device['acs_cap'] is None and pcie.acs_redirects(device['acs_ctl']) is None

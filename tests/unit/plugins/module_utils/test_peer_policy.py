@@ -1,9 +1,16 @@
 """Peer choice, the re-test decision and the merge of two peers' figures."""
+import json
+import os
+
 import pytest
+import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import measurements, peer_policy
 from tests.unit import fixtures
+
+with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
+    P400 = yaml.safe_load(handle)['tier_profile_tiers']['400G']
 
 
 def graded(metric, status, subject='mlx5_0'):
@@ -29,17 +36,48 @@ def test_no_peers_gives_no_order_and_an_unknown_node_is_refused():
         peer_policy.peer_order('node09', ['node01'], ['peer01'])
 
 
-def test_healthy_peers_answered_with_a_live_port():
-    results = [{'item': 'peer02', 'live_ports': [{'device': 'mlx5_0'}]},
-               {'item': 'peer01', 'unreachable': True, 'msg': 'ssh: connect to host'},
-               {'item': 'peer03', 'live_ports': []},
-               {'item': 'peer04', 'failed': True, 'msg': 'no /sys/class/infiniband'},
-               {'item': 'peer05', 'skipped': True},
-               {'item': 'peer06', 'live_ports': [{'device': 'mlx5_1'}]}]
-    assert peer_policy.healthy_peers(results) == ['peer02', 'peer06']
-    # One check per peer serves every node: each keeps its own order of preference (and only its own candidates).
-    assert peer_policy.healthy_peers(results, ['peer06', 'peer01', 'peer02']) == ['peer06', 'peer02']
-    assert peer_policy.healthy_peers(results, ['peer03']) == [] and peer_policy.healthy_peers(results, []) == []
+def lab_peer_reads():
+    """A 400G box's preflight_info reads as the lab's healthy-400g host gave them (a real lab capture, evidence bundle)."""
+    with open(fixtures.local_path('drift/lab_400g_node01_preflight.json'), encoding='utf-8') as handle:
+        reads = json.load(handle)
+    reads.pop('_provenance')
+    return reads
+
+
+def test_a_known_good_peer_is_qualified_on_the_tiers_preflight_before_it_measures_anyone():
+    healthy = lab_peer_reads()
+    slow = lab_peer_reads()
+    slow['rdma']['devices']['mlx5_3']['ports']['1']['rate_gbps'] = 200
+    gen4 = lab_peer_reads()
+    gen4['pcie']['devices'][0]['link']['current_speed_gts'] = 16.0
+    gen4['pcie']['devices'][0]['assessment'] = {'status': 'degraded', 'reason': 'trained at 16 GT/s of 32'}
+    results = [{'item': 'peer01', 'reads': healthy}, {'item': 'peer02', 'reads': slow}, {'item': 'peer03', 'reads': gen4},
+               {'item': 'peer04', 'unreachable': True, 'msg': 'ssh: connect to host 10.251.0.14 port 22: No route to host'},
+               {'item': 'peer05', 'failed': True, 'msg': 'the rdma read (rdma_info) failed: no /sys/class/infiniband'}]
+    found = peer_policy.qualify_peers(results, P400)
+    assert dict((peer, entry['qualified']) for peer, entry in found.items()) == {
+        'peer01': True, 'peer02': False, 'peer03': False, 'peer04': False, 'peer05': False}
+    # 400G runs NCCL: the peer's GPUs are checked too.
+    assert found['peer01']['reasons'] == [] and {'port_state', 'pcie_link', 'firmware_min_version', 'gpu_count'} <= set(found['peer01']['checked'])
+    # The tier's rails are its 400 Gb/s ports (policy/rails.py): a port trained at 200 is left out of them, so the peer has
+    # one rail too few, the port and its rate named.
+    assert found['peer02']['reasons'] == ['nic_count: 7 of 8 compute rails Active (left out: mlx5_3/1 Active at 200 Gb/s, '
+                                          'the rails run at 400 Gb/s)']
+    assert found['peer03']['reasons'][0].startswith('pcie_link: NIC mlx5_0 at 0000:1a:00.0: LnkSta 16GT/s x16')
+    assert found['peer04']['reasons'] == ['cannot be reached: ssh: connect to host 10.251.0.14 port 22: No route to host']
+    assert 'no /sys/class/infiniband' in found['peer05']['reasons'][0]
+    # The qualified peers in each node's own order of preference (and only its own candidates).
+    assert peer_policy.healthy_peers(found) == ['peer01']
+    assert peer_policy.healthy_peers(found, ['peer02', 'peer01']) == ['peer01'] and peer_policy.healthy_peers(found, []) == []
+
+
+def test_the_qualifications_of_nodes_of_different_tiers_merge_per_peer():
+    merged = peer_policy.merge_qualifications([
+        {'peer01': {'qualified': True, 'reasons': [], 'notes': [], 'checked': ['port_rate']}},
+        {'peer01': {'qualified': False, 'reasons': ['port_rate: mlx5_3 port 1 runs at 400 Gb/s, expected 800'], 'notes': [],
+                    'checked': ['port_rate']}}, None])
+    assert merged == {'peer01': {'qualified': False, 'reasons': ['port_rate: mlx5_3 port 1 runs at 400 Gb/s, expected 800'],
+                                 'notes': [], 'checked': ['port_rate']}}
 
 
 def test_a_throughput_reject_is_retested_once_on_an_untried_healthy_peer():
@@ -166,3 +204,14 @@ def test_only_an_accepted_node_with_every_test_healthy_and_no_doubt_about_its_pe
                     dict(healthy, tests=[]), dict(healthy, retested_against='peer02'), dict(healthy, suspect_peer={'peer': 'peer01'}),
                     dict(healthy, tests=['not a test']), None, 'A'):
         assert peer_policy.promotable(refused) is False, refused
+
+
+def test_a_node_without_a_qualified_peer_gets_one_finding_naming_each_candidates_reason():
+    qualification = {'peer01': {'qualified': False, 'reasons': ['port_rate: mlx5_3 port 1 runs at 200 Gb/s, expected 400']},
+                     'peer02': {'qualified': False, 'reasons': ['cannot be reached: No route to host']}}
+    found = peer_policy.peer_findings(qualification, ['peer02', 'peer01'])
+    assert [(f['check'], f['status'], f['blocking']) for f in found] == [('peer_health', 'unknown', True)]
+    assert found[0]['detail'] == ('no qualified known-good peer (peer02: cannot be reached: No route to host; peer01: port_rate: mlx5_3 '
+                                  'port 1 runs at 200 Gb/s, expected 400): the node could not be measured (not the node\'s fault)')
+    qualification['peer01']['qualified'] = True
+    assert peer_policy.peer_findings(qualification, ['peer02', 'peer01']) == []

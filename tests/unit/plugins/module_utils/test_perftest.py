@@ -363,3 +363,35 @@ def test_sides_from_command_lines_and_labels():
     bare = '\n'.join(line for line in bare.splitlines() if not line.startswith(('Server:', 'Client:')))
     untold = perftest.parse_perftest(bare)
     assert [s['side'] for s in untold['sections']] == [None, None] and untold['side'] is None
+
+
+def test_help_of_a_perftest_built_without_cuda_has_no_cuda_options():
+    result = perftest.parse_perftest_help(fixtures.local('perftest/ib_send_bw_help_debian12_perftest606_no_cuda.txt'))
+    assert result['usage'] is True and '--ib-dev' in result['options'] and '--use_hugepages' in result['options']
+    assert (result['cuda'], result['cuda_bus_id'], result['cuda_dmabuf']) == (False, False, False)
+
+
+def test_help_of_a_cuda_perftest_without_dmabuf():
+    result = perftest.parse_perftest_help(fixtures.local('perftest/ib_write_bw_help_grep_cuda_mlnx_ofed55_cuda116_nvidia_doc.txt'))
+    assert result['usage'] is False
+    assert (result['cuda'], result['cuda_bus_id'], result['cuda_dmabuf']) == (True, True, False)
+
+
+def test_help_of_a_cuda_perftest_with_dmabuf():
+    result = perftest.parse_perftest_help(fixtures.local('perftest/ib_send_bw_help_grep_cuda_perftest25_dmabuf_synthetic.txt'))
+    assert (result['cuda'], result['cuda_bus_id'], result['cuda_dmabuf']) == (True, True, True)
+
+
+def test_help_refuses_text_that_is_no_usage():
+    with pytest.raises(ParseError):
+        perftest.parse_perftest_help('sh: 1: ib_send_bw: not found\n')
+
+
+def test_argv_names_the_gpu_by_bus_id_and_puts_dmabuf_after_it():
+    argv = perftest.build_perftest_argv({'device': 'mlx5_0', 'use_cuda': 3, 'use_cuda_bus_id': '0000:1b:00.0', 'use_cuda_dmabuf': True})
+    assert argv[argv.index('--use_cuda_bus_id=0000:1b:00.0') + 1] == '--use_cuda_dmabuf'
+    assert not any(arg.startswith('--use_cuda=') for arg in argv)
+    argv = perftest.build_perftest_argv({'device': 'mlx5_0', 'use_cuda': 3, 'use_cuda_dmabuf': True})
+    assert argv.index('--use_cuda=3') + 1 == argv.index('--use_cuda_dmabuf')
+    # The peer's end has no GPU: dma-buf alone would be refused by perftest ("CUDA DMA-BUF cannot be used without CUDA").
+    assert '--use_cuda_dmabuf' not in perftest.build_perftest_argv({'device': 'mlx5_0', 'use_cuda_dmabuf': True})

@@ -263,8 +263,8 @@ def test_one_hca_at_a_time_runs_are_batched_per_box_pair_with_the_perftest_sessi
     batch, = made['batches']['ib_send_bw']
     assert (batch['server_on'], batch['client_on'], batch['tool'], batch['tx_depth']) == ('node', 'peer', 'ib_send_bw', 128)
     assert [s['id'] for s in batch['servers']] == [r['id'] for r in made['runs']['ib_send_bw']]
-    assert set(batch['servers'][0]) == {'id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'}
-    assert set(batch['clients'][0]) == {'id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'timeout'}
+    assert set(batch['servers'][0]) == {'id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'}
+    assert set(batch['clients'][0]) == {'id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'}
     assert batch['clients'][0]['server'] == '10.252.0.11' and batch['servers'][0]['timeout'] == made['runs']['ib_send_bw'][0]['server_timeout']
     assert batch['tclass'] is None and batch['qps'] is None  # InfiniBand: no traffic class, one QP
     gdr, = made['batches']['gdr']
@@ -406,3 +406,37 @@ def test_roce_rails_carry_the_sites_traffic_class_several_qps_and_need_their_ipv
                                 peer_ports(4, netdev='enp%ds0f0np0', gid=3, layer='Ethernet'), [], {})
     assert every['runs']['all_nics'][0]['counters']['node_netdevs'] == ['enp%ds0f0np0' % i for i in range(4)]
     assert len([e for e in every['expected'] if e['metric'] == 'pause_per_s']) == 4
+
+
+BUS_IDS = dict((str(i), '0000:%02x:00.0' % (0x18 + 0x10 * i)) for i in range(8))
+
+
+def test_gdr_names_the_gpu_by_bus_id_with_dmabuf_and_a_ready_timeout_from_the_profile():
+    gdr = {'use_cuda_dmabuf': True, 'cuda_device_order': None, 'by_bus_id': True}
+    made = plan_400g(gdr=gdr, gpu_bus_ids=BUS_IDS)
+    batch = made['batches']['gdr'][0]
+    assert batch['use_cuda_dmabuf'] is True and batch['ready_timeout'] == TIERS['400G']['tests']['gdr']['server_ready_timeout'] == 60
+    assert [(s['use_cuda'], s['use_cuda_bus_id']) for s in batch['servers']][:3] == [(0, BUS_IDS['0']), (0, BUS_IDS['0']), (2, BUS_IDS['2'])]
+    # The peer's end (the clients) runs in host memory: no GPU, no bus id.
+    assert all(c['use_cuda'] is None and c['use_cuda_bus_id'] is None for c in batch['clients'])
+    # Host-memory RDMA is never given GPU options.
+    send = made['batches']['ib_send_bw'][0]
+    assert send['use_cuda_dmabuf'] is False and send['ready_timeout'] is None and send['cuda_device_order'] is None
+
+
+def test_gdr_by_ordinal_sets_pci_bus_order():
+    made = plan_400g(gdr={'use_cuda_dmabuf': False, 'cuda_device_order': 'PCI_BUS_ID', 'by_bus_id': False}, gpu_bus_ids=BUS_IDS)
+    batch = made['batches']['gdr'][0]
+    assert batch['cuda_device_order'] == 'PCI_BUS_ID' and all(s['use_cuda_bus_id'] is None for s in batch['servers'])
+
+
+def test_a_test_a_gpu_prerequisite_rules_out_is_expected_with_its_reason_and_not_run():
+    reason = 'fabric_manager: NVSwitch fabric not ready on 8 of 8 GPUs'
+    made = plan_400g(blocked={'gdr': reason, 'nccl': reason, 'dcgmi': reason})
+    assert 'gdr' not in made['runs'] and 'nccl' not in made['runs'] and 'dcgmi' not in made['runs']
+    blocked = [e for e in made['expected'] if e.get('error_class') == plan.GPU_PREREQUISITE]
+    assert sorted(set(e['test'] for e in blocked)) == ['dcgmi', 'gdr', 'nccl'] and all(e['reason'] == reason for e in blocked)
+    assert [e['subject'] for e in blocked if e['metric'] == 'gdr_bw_gbs'] == ['mlx5_%d' % i for i in range(8)]
+    assert 'ib_send_bw' in made['runs']
+    with pytest.raises(plan.PlanError, match='plan option blocked must be a mapping'):
+        plan_400g(blocked=['gdr'])

@@ -58,8 +58,10 @@ def test_cmdline_hugepages_against_this_machines_empty_pool(tmp_path):
 def test_cmdline_hugepages_that_the_pool_holds_are_healthy(tmp_path):
     found = preflight.check_hugepages_cmdline(host_facts(tmp_path, RUNBOOK_CMDLINE, one_gig_pages=128), P400)
     assert checks(found, 'hugepages_cmdline') == [('default_hugepagesz', 'healthy'), ('hugepages-1048576kB', 'healthy')]
-    # 100G names no default page size; a cmdline without hugepage tokens reserves nothing to compare.
-    assert preflight.check_hugepages_cmdline(host_facts(tmp_path, 'ro quiet iommu=pt\n'), TIERS['100G']) == []
+    # A cmdline without hugepage tokens reserves nothing to compare; the runbook's default page size (1G) holds at 100G too,
+    # so a node on 2 MB pages is marginal there.
+    assert checks(preflight.check_hugepages_cmdline(host_facts(tmp_path, 'ro quiet iommu=pt\n'), TIERS['100G']), 'hugepages_cmdline') == [
+        ('default_hugepagesz', 'marginal')]
 
 
 def test_cmdline_hugepages_severity_is_profile_data(tmp_path):
@@ -103,11 +105,12 @@ def test_firmware_mismatch_names_the_odd_nic_by_its_rdma_name_and_the_majority_v
                                   'while the other 2 run 28.43.1014')
 
 
-def test_firmware_versions_compare_as_numbers_and_shipped_tiers_name_no_model():
+def test_firmware_versions_compare_as_numbers_and_the_shipped_floor_is_the_runbooks_for_connectx7():
     profile = copy.deepcopy(P400)
     profile['preflight']['firmware_min_version']['versions'] = {'LNV2180110032': '12.9.9999'}
     assert checks(preflight.check_firmware(nics(mlx5_0=fixtures.shared(CX4)), profile), 'firmware_min_version') == [('mlx5_0', 'healthy')]
-    assert all(tier['preflight']['firmware_min_version']['versions'] == {} for tier in TIERS.values())
+    assert all(tier['preflight']['firmware_min_version']['versions'] == {'ConnectX-7': '28.39.1002'} for tier in TIERS.values())
+    # The ConnectX-4 of the fixture is not a ConnectX-7: the shipped floor names no other model.
     assert preflight.check_firmware(nics(mlx5_0=fixtures.shared(CX4)), P400) == [
         preflight.finding('firmware_uniform', 'LNV2180110032', 'healthy', 'one version', '12.28.2006',
                           'NICs of model LNV2180110032 run firmware 12.28.2006')]
@@ -167,10 +170,12 @@ def test_preflight_settings_of_every_tier_are_usable_and_bad_ones_are_named():
         'nics.select.rate is not a selector key (known: devices, link_layer, rate_gbps, netdev_pattern)',
         'nics.select.link_layer must be one of InfiniBand, Ethernet, any or null, got \'Infiniband\'',
         "nics.select.netdev_pattern 'ibp[' is not a regular expression: unterminated character set at position 3",
-        'preflight.firmware_min_version.versions is missing: a mapping of NIC model (PSID or part number) to its minimum firmware version',
+        'preflight.firmware_min_version.versions is missing: a mapping of NIC model (PSID, part number or model name such as '
+        'ConnectX-7) to its minimum firmware version',
         'preflight.gpu_ecc_correctable.severity must be marginal or reject',
-        'preflight.irq_numa is not a configurable check (known: firmware_min_version, firmware_uniform, gpu_ecc_correctable, '
-        'gpu_pages_pending, hugepages_cmdline, irq_locality, link_ber, link_fec, memlock, rail_mtu, roce_v2_gid)']
+        'preflight.irq_numa is not a configurable check (known: dcgm_hostengine, fabric_manager, firmware_min_version, firmware_uniform, '
+        'gpu_ecc_correctable, gpu_pages_pending, hugepages_cmdline, irq_locality, link_ber, link_fec, memlock, pcie_acs, '
+        'persistence_mode, rail_mtu, roce_v2_gid, thermal_throttle)']
 
 
 # ---------------------------------------------------------------- memlock as a login session gets it

@@ -167,6 +167,16 @@ def test_a_peer_that_went_away_is_named_with_the_node_on_it_and_the_peer_that_me
     assert '- peer gone: %s (it left the pool; the node was rescheduled)' % detail in report.node_markdown(rescheduled)
 
 
+def test_a_suspect_peer_line_writes_its_figures_as_measured_not_as_floats_print():
+    # The figures of a lab run's suspect peer (a degraded HCA on peer01), as the node's re-test recorded them.
+    figures = [{'metric': 'ib_send_bw_gbs', 'subject': 'mlx5_0', 'unit': 'GB/s', 'first_peer': 'peer01', 'first_value': 7.260004679680001,
+                'second_peer': 'peer02', 'second_value': 12.100000808959999}]
+    node = {'node': 'node01', 'peer': 'peer02', 'tier': '100G', 'bucket': 'A', 'tests': [], 'findings': [], 'causes': [], 'counts': {},
+            'suspect_peer': {'peer': 'peer01', 'left_pool': True, 'figures': figures}}
+    table = report.summary_table({'node01': node})
+    assert 'suspect peer peer01 (left the pool): node01 ib_send_bw_gbs mlx5_0 7.26 GB/s on peer01, 12.1 on peer02' in table
+
+
 def test_the_chain_names_who_validated_whom_from_each_known_good_peer():
     def node(name, peer, promoted=False, bucket='A'):
         return {'node': name, 'peer': peer, 'tier': '400G', 'bucket': bucket, 'findings': [], 'causes': [], 'counts': {'healthy': 1},
@@ -201,3 +211,48 @@ def test_the_validation_textfile_has_every_node_its_bucket_and_whether_its_run_b
     assert samples[('netval_validation_run_incomplete', (('node', 'node03'),))] == 1
     assert samples[('netval_validation_run_incomplete', (('node', 'node01'),))] == 0
     assert samples[('netval_last_run_timestamp_seconds', (('node', 'node01'), ('playbook', 'validate')))] == 1764930000
+
+
+def letter_node():
+    """The runbook's letter case (synthetic): mlx5_0 at Gen4 and slow, the other NICs at Gen5, firmware uniform, a marginal host
+    finding and causes addressed to ourselves beside the ones that return the node."""
+    node = rejected_node()
+    node['findings'] += [
+        {'check': 'pcie_link', 'subject': 'mlx5_%d' % i, 'status': 'healthy', 'actual': 'LnkSta 32GT/s x16, LnkCap 32GT/s x16',
+         'detail': 'mlx5_%d LnkSta 32GT/s x16' % i} for i in range(1, 8)]
+    node['findings'] += [
+        {'check': 'firmware_uniform', 'subject': 'MT_0000000838', 'status': 'healthy', 'detail': 'NICs of model MT_0000000838 run firmware 28.39.2048'},
+        {'check': 'firmware_min_version', 'subject': '0000:1b:00.0', 'status': 'healthy', 'expected': '>= 28.39.1002'},
+        {'check': 'gpu_count', 'subject': 'gpus', 'status': 'healthy', 'detail': '8 GPUs visible'},
+        {'check': 'cmdline', 'subject': 'iommu=pt', 'status': 'marginal', 'detail': 'kernel cmdline lacks iommu=pt'}]
+    node['causes'] = [
+        {'cause': 'pcie_link', 'subjects': ['mlx5_0'], 'detail': 'PCIe link of mlx5_0: below capability', 'returns_node': True},
+        {'cause': 'single_nic_slow', 'subjects': ['mlx5_0'], 'returns_node': True,
+         'detail': 'mlx5_0 is slow: check its PCIe link (lspci LnkSta), the cable, mlxlink BER and the switch port'},
+        {'cause': 'host_configuration', 'subjects': ['iommu=pt'], 'returns_node': False, 'detail': 'Host configuration differs: fix it'},
+        {'cause': 'measurement_incomplete', 'subjects': ['mlx5_7'], 'returns_node': False,
+         'detail': 'Not everything could be measured; fix on our side and re-run'}]
+    node['cluster_id'] = 'eu-west-gpu-7'
+    node['support_contract'] = 'SC-2026-0415'
+    return node
+
+
+def test_letter_names_only_the_provider_side_of_what_returns_the_node():
+    letter = report.vendor_letter(letter_node())
+    assert ('Our reading of the pattern: a PCIe link below the contracted speed or width (mlx5_0); a NIC below the contracted '
+            'per-port RDMA throughput while the others meet it (mlx5_0).') in letter
+    for ours in ('check its PCIe link', 'switch port', 'fix on our side', 'Host configuration', 'iommu=pt', 're-run'):
+        assert ours not in letter, ours
+
+
+def test_letter_states_what_the_run_rules_out_and_closes_with_the_cluster_and_contract():
+    letter = report.vendor_letter(letter_node())
+    assert ('The same run shows: the other NICs (mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7) show LnkSta 32GT/s x16, '
+            'LnkCap 32GT/s x16; NICs of model MT_0000000838 run firmware 28.39.2048; every NIC runs at least the contracted '
+            'minimum firmware (\\>= 28.39.1002); 8 GPUs visible.') in letter
+    assert 'Cluster identifier eu-west-gpu-7; support contract SC-2026-0415 (attached).' in letter
+    node = letter_node()
+    del node['support_contract']
+    missing = report.vendor_letter(node)
+    assert ('[Cluster identifier and support contract: netval_support_contract not set in the inventory; add them before this '
+            'letter is sent.]') in missing

@@ -11,7 +11,7 @@ import tempfile
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi, kernel_log, mlx, nccl, nvidia
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi, kernel_log, mlx, nccl, nvidia, pcie, perftest
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import rdma as rdma_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, fleet, measurements, preflight, verdict
 from tests.unit import fixtures
@@ -47,13 +47,18 @@ def facts(gpu_count=8, governor='performance', lnksta=32, down=(), missing_modul
                          'link': {'current_speed_gts': lnksta, 'current_width': 16, 'max_speed_gts': 32, 'max_width': 16},
                          'assessment': {'status': 'ok' if lnksta == 32 else 'degraded', 'reason': 'below capability'},
                          'lspci': {'cmd': 'lspci -vvv -s 1a:00.0', 'link_lines': ['LnkSta: Speed %sGT/s, Width x16' % lnksta]}}]}
-    host = {'cmdline': {'tokens': ['ro', 'iommu=pt']}, 'hugepages': {'total': 128},
+    # The runbook's cmdline (iommu=pt, default_hugepagesz=1G, hugepages=N) and the 1G pool it reserves.
+    host = {'cmdline': {'tokens': ['ro', 'iommu=pt', 'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=128']},
+            'hugepages': {'total': 128, 'page_size_bytes': 1073741824, 'pools_kib': {'1048576': 128}},
             'modules': dict((m, {}) for m in P400['host']['modules'] if m not in missing_modules),
             'cpu_governor': {'uniform': governor, 'counts': {governor: 64}}, 'no_turbo': False,
             'memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
             'memlock_login': {'user': 'root', 'soft_kib': 'unlimited', 'source': 'login_shell', 'errors': []}}
     xids = kernel_log.parse_kernel_log(fixtures.local(xid_log))['xid'] if xid_log else []
-    return {'rdma': {'devices': ports}, 'pcie': pcie, 'host': host, 'gpu': {'gpu_count': gpu_count, 'gpus': [], 'xid_events': xids},
+    # nvidia-smi lists the GPUs it sees: a GPU that fell off the bus (0000:91:00.0 in the Xid 79 log) is not among them.
+    gpus = [{'index': i, 'bus_id': '0000:%02x:00.0' % (0x18 + i)} for i in range(gpu_count)]
+    return {'rdma': {'devices': ports}, 'pcie': pcie, 'host': host,
+            'gpu': {'nvidia_smi': 'present', 'gpu_count': gpu_count, 'gpus': gpus, 'xid_events': xids},
             'nic': {'nics': {}}, 'firmware': {'devices': {}}}
 
 
@@ -125,6 +130,62 @@ def graded_wait(profile=P400):
     changed['thresholds']['ib_xmit_wait_per_s'] = {'healthy': [None, 1000], 'reject_above': None, 'unit': '/s', 'direction': 'one-way',
                                                    'source': 'project: a test contract'}
     return changed
+
+
+def h100s(**changes):
+    """gpu_info's GPUs of a real 8x H100 node (nvidia-smi -q), with per-GPU fields changed: {index: {field: value}}."""
+    gpu = nvidia.parse_nvidia_smi_q(fixtures.shared(H100))
+    for index, fields in changes.get('gpus', {}).items():
+        gpu['gpus'][index].update(fields)
+    return gpu
+
+
+def dcgm_read(name):
+    parsed = dcgmi.parse_dcgmi_discovery(fixtures.local(name))
+    return {'dcgm': {'hostengine': parsed['hostengine'], 'gpu_count': parsed['gpu_count'], 'cmd': 'dcgmi discovery -l', 'error': parsed['error']}}
+
+
+def blocked_expected(found, test, metric, subject=None):
+    """The test plan's expected figure of a test a failed GPU prerequisite rules out (plan option blocked)."""
+    reason = preflight.gpu_test_blockers(found).get(test)
+    return [{'id': '%s:*' % metric, 'metric': metric, 'subject': subject, 'test': test, 'reason': reason,
+             'error_class': verdict.GPU_PREREQUISITE}] if reason else []
+
+
+def gdr_support(help_fixture, version_fixture):
+    """gpu_info's gdr_support from the real parsers: perftest --help and /proc/driver/nvidia/version."""
+    helped = perftest.parse_perftest_help(fixtures.local(help_fixture))
+    return {'gdr_support': {'driver': dict(nvidia.parse_nvidia_driver_version(fixtures.local(version_fixture)), error=None),
+                            'perftest': dict(((k, helped[k]) for k in ('cuda', 'cuda_bus_id', 'cuda_dmabuf')), tool='ib_send_bw',
+                                             cmd='ib_send_bw --help', error=None)}}
+
+
+NO_CUDA_HELP = 'perftest/ib_send_bw_help_debian12_perftest606_no_cuda.txt'
+CUDA_HELP = 'perftest/ib_write_bw_help_grep_cuda_mlnx_ofed55_cuda116_nvidia_doc.txt'
+PROPRIETARY = 'nvidia/proc_driver_nvidia_version_510.39.01_proprietary_mlnx_ofed_nvidia_doc.txt'
+ACS_ON = 'lspci/lspci_vvv_s_amd_matisse_downstream_port_acsctl_redirect_on_found_public.txt'
+ACS_OFF = 'lspci/lspci_vvv_intel_sunrise_point_root_port_acs_capable_acsctl_off_found_public.txt'
+
+
+def acs_facts(bridge_fixture):
+    """pcie_info, gpu_info and rdma_info of a NIC and its GPU below one switch, the NIC's downstream port read from a real lspci."""
+    parsed = pcie.parse_lspci(fixtures.local(bridge_fixture))['devices'][0]
+    acs = {'ctl': parsed['acs_ctl'], 'redirects': pcie.acs_redirects(parsed['acs_ctl']), 'line': parsed['acs_line'],
+           'cmd': 'lspci -vvv -s 0000:19:03.0', 'error': None}
+    off = {'ctl': dict((k, False) for k in parsed['acs_ctl']), 'redirects': [], 'line': 'ACSCtl: SrcValid-', 'cmd': 'lspci', 'error': None}
+    up = [{'bdf': '0000:18:02.0', 'acs': off}, {'bdf': '0000:17:01.0', 'acs': off}]
+    devices = [{'bdf': '0000:1a:00.0', 'kind': 'nic', 'upstream': [{'bdf': '0000:19:03.0', 'acs': acs}] + up},
+               {'bdf': '0000:1b:00.0', 'kind': 'gpu', 'upstream': [{'bdf': '0000:19:04.0', 'acs': off}] + up}]
+    gpu = {'gpus': [{'index': 0, 'bus_id': '0000:1b:00.0'}],
+           'gpu_nic_pairs': [{'nic': 'mlx5_0', 'gpu': 0, 'gpu_name': 'GPU0', 'link': 'PXB'}]}
+    return {'devices': devices}, gpu, {'devices': {'mlx5_0': {'pci_address': '0000:1a:00.0'}}}
+
+
+def contract_adopts(profile, metric):
+    """The profile with a contract that states ``metric``'s line as its own (a contract file's thresholds.<metric>.source)."""
+    adopted = copy.deepcopy(profile)
+    adopted['thresholds'][metric]['source'] = 'contract: section 4.2 of the supply agreement'
+    return adopted
 
 
 def with_rules(profile, **settings):
@@ -294,6 +355,32 @@ CASES = {
         ['mlx5_7'], ['ib_send_bw per HCA on mlx5_7: not measured', 'not held against the node', 'tier_tests run log'],
         lambda: run(rdma([47.0] * 8), context={'expected': [{'id': 'ib_send_bw_gbs:%s' % h, 'metric': 'ib_send_bw_gbs', 'subject': h,
                                                              'test': 'ib_send_bw', 'reason': None} for h in HCAS]})),
+    'gdr_mode': (
+        lambda: run(found=preflight.check_gpudirect(gdr_support(NO_CUDA_HELP, PROPRIETARY), {'modules': {'nvidia_peermem': {}}}, P400)),
+        ['gpudirect'], ['built without CUDA', 'MLNX_OFED or DOCA-OFED'],
+        lambda: run(found=preflight.check_gpudirect(gdr_support(CUDA_HELP, PROPRIETARY), {'modules': {'nvidia_peermem': {}}}, P400))),
+    'fabric_manager': (
+        lambda: run(found=preflight.check_fabric_manager(h100s(gpus={2: {'fabric': {'state': 'In Progress', 'status': None}}}), P400)),
+        ['nvswitch'], ['1 of 8 GPUs', 'nvidia-fabricmanager', 'system not yet initialized'],
+        lambda: run(found=preflight.check_fabric_manager(h100s(), P400))),
+    'dcgm_hostengine': (
+        lambda: run(found=preflight.check_dcgm_hostengine(dcgm_read('dcgmi/dcgmi_discovery_l_no_hostengine_dcgm_exporter_pod_blog.txt'), P400),
+                    context={'expected': blocked_expected(preflight.check_dcgm_hostengine(
+                        dcgm_read('dcgmi/dcgmi_discovery_l_no_hostengine_dcgm_exporter_pod_blog.txt'), P400), 'dcgmi', 'dcgmi_diag')}),
+        ['dcgm'], ['DCGM host engine', 'nvidia-dcgm', 'Not run because of it: dcgmi'],
+        lambda: run(found=preflight.check_dcgm_hostengine(dcgm_read('dcgmi/dcgmi_discovery_l_8x_h800_0_nvswitches_public_notes.txt'), P400))),
+    'persistence_mode': (
+        lambda: run(found=preflight.check_persistence_mode(h100s(gpus={0: {'persistence_mode': 'Disabled'}}), P400)),
+        ['gpus'], ['persistence mode is off on 1 GPU(s)', 'nvidia-persistenced'],
+        lambda: run(found=preflight.check_persistence_mode(h100s(), P400))),
+    'pcie_acs': (
+        lambda: run([figure('gdr_bw_gbs', 'mlx5_0', 30.0)] + rdma([47.0] * 2), preflight.check_pcie_acs(*(acs_facts(ACS_ON) + (P400,)))),
+        ['mlx5_0'], ['0000:19:03.0 (ReqRedir+CmpltRedir+UpstreamFwd)', 'root complex', 'It explains mlx5_0 30 GB/s'],
+        lambda: run(found=preflight.check_pcie_acs(*(acs_facts(ACS_OFF) + (P400,))))),
+    'project_line': (
+        lambda: run([figure('ib_read_bw_gbs', 'mlx5_0', 9.0)], profile=TIERS['100G']),
+        ['mlx5_0'], ['mlx5_0 9 GB/s', 'this project chose', 'source: contract'],
+        lambda: run([figure('ib_read_bw_gbs', 'mlx5_0', 9.0)], profile=contract_adopts(TIERS['100G'], 'ib_read_bw_gbs'))),
     'unexplained': (
         lambda: run([figure('ib_write_lat_us', 'rocep1s0f0', 12.0)], profile=PAIR),
         ['rocep1s0f0'], ['ib_write_lat typical latency on rocep1s0f0 is reject', 'measured 12.0 us', 'healthy <= 3 us'],

@@ -121,3 +121,52 @@ def test_check_mode_still_reads():
         Call(SMI_XML, out=XML), Call(SMI_TOPO, out=TOPO)])
     assert not failed and result['changed'] is False and result['kernel_log'] is None
     assert len(result['_ran']) == 2
+
+
+HELP = TIMEOUT + ['/usr/bin/ib_send_bw', '--help']
+DISCOVERY = TIMEOUT + ['/usr/bin/dcgmi', 'discovery', '-l']
+
+
+def procfs(tmp_path, version_fixture):
+    folder = tmp_path / 'driver' / 'nvidia'
+    folder.mkdir(parents=True)
+    (folder / 'version').write_text(fixtures.local(version_fixture))
+    return str(tmp_path)
+
+
+def test_gdr_reads_the_driver_flavour_and_perftests_cuda_options(tmp_path):
+    root = procfs(tmp_path, 'nvidia/proc_driver_nvidia_version_555.42.02_open_kernel_module_public.txt')
+    # Debian's perftest prints its usage and exits 1: the text says what it can do, not the status.
+    result, failed = run_module(gpu_info.main, {'topology': False, 'kernel_log': False, 'gdr': True, 'procfs_root': root}, calls=[
+        Call(SMI_XML, out=XML), Call(HELP, rc=1, out=fixtures.local('perftest/ib_send_bw_help_debian12_perftest606_no_cuda.txt'))])
+    assert not failed, result
+    support = result['gdr_support']
+    assert support['driver'] == dict(support['driver'], version='555.42.02', open_kernel_module=True, error=None)
+    assert support['perftest'] == dict(support['perftest'], tool='ib_send_bw', cuda=False, cuda_bus_id=False, cuda_dmabuf=False, error=None)
+
+
+def test_gdr_without_perftest_or_the_nvidia_module_says_so(tmp_path):
+    result, failed = run_module(gpu_info.main, {'topology': False, 'kernel_log': False, 'gdr': True, 'procfs_root': str(tmp_path)},
+                                calls=[Call(SMI_XML, out=XML)], missing=('ib_send_bw',))
+    assert not failed, result
+    assert 'is not installed (install package perftest' in result['gdr_support']['perftest']['error']
+    assert 'the NVIDIA kernel module is not loaded' in result['gdr_support']['driver']['error']
+
+
+def test_dcgm_says_whether_the_host_engine_answers():
+    down = fixtures.local('dcgmi/dcgmi_discovery_l_no_hostengine_dcgm_exporter_pod_blog.txt')
+    result, failed = run_module(gpu_info.main, {'topology': False, 'kernel_log': False, 'dcgm': True}, calls=[
+        Call(SMI_XML, out=XML), Call(DISCOVERY, rc=255, out=down)])
+    assert not failed, result
+    assert result['dcgm']['hostengine'] == 'unreachable' and 'Unable to connect to host engine' in result['dcgm']['error']
+    up = fixtures.local('dcgmi/dcgmi_discovery_l_8x_h800_0_nvswitches_public_notes.txt')
+    result, failed = run_module(gpu_info.main, {'topology': False, 'kernel_log': False, 'dcgm': True}, calls=[
+        Call(SMI_XML, out=XML), Call(DISCOVERY, out=up)])
+    assert result['dcgm'] == dict(result['dcgm'], hostengine='reachable', gpu_count=8, error=None)
+
+
+def test_since_an_epoch_read_on_the_node_is_passed_as_journalctl_takes_it():
+    result, failed = run_module(gpu_info.main, {'since': '@1764582300', 'gpus': False, 'topology': False}, calls=[
+        Call(JOURNAL + ['--since=@1764582300'], out='')])
+    assert not failed, result
+    assert result['kernel_log']['since_applied'] is True

@@ -25,18 +25,19 @@ def sysfs(tmp_path):
     return str(tmp_path)
 
 
-def test_default_devices_from_sysfs_with_mft(tmp_path):
-    calls = []
-    for bdf in ('0000:af:00.0', '0000:af:00.1'):
-        calls += [Call(T + ['/usr/bin/flint', '-d', bdf, 'q'], out=FLINT), Call(T + ['/usr/bin/mlxconfig', '-d', bdf, 'q'], out=MLXCONFIG),
-                  Call(T + ['/usr/bin/mlxlink', '-d', bdf, '-m', '-c', '-e'], out=MLXLINK_HEALTHY)]
-    # The two devices are queried side by side: their calls interleave, each device's in turn (flint, mlxconfig, mlxlink).
-    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls, any_order=True)
+def test_the_functions_of_one_adapter_are_read_in_turn_with_one_flint_and_one_mlxconfig(tmp_path):
+    # 0000:af:00.0 and 0000:af:00.1 are the two ports of one card: one flash, one configuration, one lock.
+    calls = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.0', 'q'], out=FLINT, seconds=0.05),
+             Call(T + ['/usr/bin/mlxconfig', '-d', '0000:af:00.0', 'q'], out=MLXCONFIG, seconds=0.05),
+             Call(T + ['/usr/bin/mlxlink', '-d', '0000:af:00.0', '-m', '-c', '-e'], out=MLXLINK_HEALTHY, seconds=0.05),
+             Call(T + ['/usr/bin/mlxlink', '-d', '0000:af:00.1', '-m', '-c', '-e'], out=MLXLINK_HEALTHY, seconds=0.05)]
+    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=calls)
     assert not failed, result
-    for bdf in ('0000:af:00.0', '0000:af:00.1'):
-        assert [argv[3] for argv in result['_ran'] if bdf in argv] == ['/usr/bin/flint', '/usr/bin/mlxconfig', '/usr/bin/mlxlink']
+    assert [argv[3:6] for argv in result['_ran']] == [['/usr/bin/flint', '-d', '0000:af:00.0'], ['/usr/bin/mlxconfig', '-d', '0000:af:00.0'],
+                                                      ['/usr/bin/mlxlink', '-d', '0000:af:00.0'], ['/usr/bin/mlxlink', '-d', '0000:af:00.1']]
     dev = result['devices']['0000:af:00.0']
     assert dev['tool'] == 'mft' and dev['tools'] == {'firmware': 'flint', 'config': 'mlxconfig', 'link': 'mlxlink'}
+    assert dev['adapter'] == '0000:af:00' and dev['firmware_from'] is None and dev['error'] is None
     link = dev['link']
     assert link['cmd'] == 'mlxlink -d 0000:af:00.0 -m -c -e' and link['error'] is None
     assert link['operational']['fec'] == 'Standard RS-FEC - (544,514)' and link['counters']['effective_physical_ber'] == 1.5e-254
@@ -44,6 +45,8 @@ def test_default_devices_from_sysfs_with_mft(tmp_path):
     assert dev['firmware']['fw_version'] == '12.28.2006' and dev['firmware']['psid'] == 'LNV2180110032'
     assert dev['config']['pending_changes'] == ['NUM_OF_VFS', 'SRIOV_EN']
     assert dev['cqe_compression']['mode'] == 'BALANCED' and dev['cqe_compression']['enabled'] is True
+    second = result['devices']['0000:af:00.1']
+    assert second['firmware'] == dev['firmware'] and second['firmware_from'] == '0000:af:00.0' and second['link']['error'] is None
     assert result['changed'] is False
 
 
@@ -97,18 +100,26 @@ def test_no_devices_gives_empty_without_tools(tmp_path):
     assert not failed and result['devices'] == {} and result['_ran'] == []
 
 
-def test_tool_failure_names_host_command_rc():
+def test_a_failed_adapter_is_recorded_on_its_functions_only():
     calls = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.0', 'q'], rc=3,
-                  err='-E- Cannot open Device: 0000:af:00.0. No such file or directory. MFE_CR_ERROR\n')]
-    result, failed = run_module(mlx_fw_info.main, {'devices': ['0000:af:00.0']}, calls=calls)
-    assert failed
-    assert '/usr/bin/flint -d 0000:af:00.0 q' in result['msg'] and 'rc=3' in result['msg'] and 'Cannot open' in result['msg']
+                  err='-E- Cannot open Device: 0000:af:00.0. No such file or directory. MFE_CR_ERROR\n'),
+             Call(T + ['/usr/bin/flint', '-d', '0000:b0:00.0', 'q'], out=FLINT)]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['0000:af:00.0', '0000:af:00.1', '0000:b0:00.0'], 'query_config': False,
+                                                   'link_info': False}, calls=calls, any_order=True)
+    assert not failed, result
+    for bdf in ('0000:af:00.0', '0000:af:00.1'):
+        error = result['devices'][bdf]['error']
+        assert '/usr/bin/flint -d 0000:af:00.0 q' in error and 'rc=3' in error and 'Cannot open' in error, error
+        assert result['devices'][bdf]['firmware'] is None
+    assert result['devices']['0000:b0:00.0']['error'] is None and result['devices']['0000:b0:00.0']['firmware']['fw_version'] == '12.28.2006'
 
 
-def test_garbage_output_fails_cleanly():
+def test_garbage_output_is_that_adapters_error():
     calls = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.0', 'q'], out='Segmentation fault\n')]
-    result, failed = run_module(mlx_fw_info.main, {'devices': ['0000:af:00.0']}, calls=calls)
-    assert failed and 'could not be parsed' in result['msg'] and 'flint output' in result['msg']
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['0000:af:00.0'], 'link_info': False}, calls=calls)
+    assert not failed
+    error = result['devices']['0000:af:00.0']['error']
+    assert 'could not be parsed' in error and 'flint output' in error and result['devices']['0000:af:00.0']['config'] is None
 
 
 @pytest.mark.parametrize('device', ['/dev/sda', 'af:00.0; rm -rf /', '0000:zz:00.0', '-d'])
@@ -124,14 +135,19 @@ def test_check_mode_still_queries():
     assert not failed and len(result['_ran']) == 2
 
 
-def test_devices_are_queried_side_by_side_and_the_first_failure_in_their_order_is_reported(tmp_path):
+def test_adapters_are_read_side_by_side_and_a_slow_failure_costs_no_other_adapter(tmp_path):
     slow = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.0', 'q'], rc=3, err='-E- Cannot open device\n', seconds=0.3)]
-    fine = [Call(T + ['/usr/bin/flint', '-d', '0000:af:00.1', 'q'], out=FLINT, seconds=0.1),
-            Call(T + ['/usr/bin/mlxconfig', '-d', '0000:af:00.1', 'q'], out=MLXCONFIG, seconds=0.1),
-            Call(T + ['/usr/bin/mlxlink', '-d', '0000:af:00.1', '-m', '-c', '-e'], out=MLXLINK_HEALTHY)]
-    result, failed = run_module(mlx_fw_info.main, {'sysfs_root': sysfs(tmp_path)}, calls=slow + fine, any_order=True)
-    assert failed and '/usr/bin/flint -d 0000:af:00.0 q' in result['msg'] and 'Cannot open device' in result['msg'], result['msg']
-    # The failed device stops its own calls; the other ran while the first was still in flint.
-    assert [argv for argv in result['_ran'] if '0000:af:00.0' in argv] == [slow[0].argv]
+    fine = [Call(T + ['/usr/bin/flint', '-d', '0000:b0:00.0', 'q'], out=FLINT, seconds=0.1),
+            Call(T + ['/usr/bin/mlxconfig', '-d', '0000:b0:00.0', 'q'], out=MLXCONFIG, seconds=0.1),
+            Call(T + ['/usr/bin/mlxlink', '-d', '0000:b0:00.0', '-m', '-c', '-e'], out=MLXLINK_HEALTHY)]
+    # The failed adapter's ports still get their own link read (mlxlink does not need flint).
+    links = [Call(T + ['/usr/bin/mlxlink', '-d', bdf, '-m', '-c', '-e'], out=MLXLINK_HEALTHY) for bdf in ('0000:af:00.0', '0000:af:00.1')]
+    result, failed = run_module(mlx_fw_info.main, {'devices': ['0000:af:00.0', '0000:af:00.1', '0000:b0:00.0']}, calls=slow + fine + links,
+                                any_order=True)
+    assert not failed, result
+    assert 'Cannot open device' in result['devices']['0000:af:00.1']['error']
     spans = dict((argv[3] + ' ' + argv[5], (start, end)) for argv, start, end in result['_spans'])
-    assert spans['/usr/bin/flint 0000:af:00.1'][0] < spans['/usr/bin/flint 0000:af:00.0'][1]
+    # The other adapter ran while the first was still in flint; the first adapter's own calls never overlapped.
+    assert spans['/usr/bin/flint 0000:b0:00.0'][0] < spans['/usr/bin/flint 0000:af:00.0'][1]
+    assert spans['/usr/bin/flint 0000:af:00.0'][1] <= spans['/usr/bin/mlxlink 0000:af:00.0'][0] <= spans['/usr/bin/mlxlink 0000:af:00.0'][1]
+    assert spans['/usr/bin/mlxlink 0000:af:00.0'][1] <= spans['/usr/bin/mlxlink 0000:af:00.1'][0]

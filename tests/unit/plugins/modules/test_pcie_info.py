@@ -166,3 +166,16 @@ def test_a_vf_only_lspci_names_is_not_judged_as_a_link(tmp_path):
     assert device['lspci']['virtual_function'] is True and device['lspci']['downgraded'] is None
     assert device['link']['virtual_function'] is True and device['assessment']['status'] == 'virtual_function'
     assert result['virtual_functions'] == ['0000:b1:00.2'] and result['unknown'] == []
+
+
+def test_acs_reads_the_controls_of_every_bridge_above_the_devices(tmp_path):
+    root = node_tree(tmp_path)
+    on = fixtures.local('lspci/lspci_vvv_s_amd_matisse_downstream_port_acsctl_redirect_on_found_public.txt')
+    result, failed = run_module(pcie_info.main, {'sysfs_root': root, 'devices': ['0000:01:00.0', '0000:21:00.0'], 'acs': True},
+                                calls=[Call(LSPCI + ['0000:00:01.0'], out=on), Call(LSPCI + ['0000:20:01.0'], out='')], any_order=True)
+    assert not failed, result
+    first, second = (device['upstream'][0]['acs'] for device in result['devices'])
+    assert first['redirects'] == ['ReqRedir', 'CmpltRedir', 'UpstreamFwd'] and first['line'].startswith('ACSCtl:')
+    assert first['cmd'] == '/usr/bin/lspci -vvv -s 0000:00:01.0'
+    # A bridge lspci prints nothing for: no capability read, nothing to grade.
+    assert second['ctl'] is None and second['redirects'] is None

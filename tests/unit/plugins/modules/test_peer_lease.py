@@ -9,8 +9,19 @@ from unittest import mock
 import pytest
 
 from ansible_collections.gpufleet.netval.plugins.action import peer_lease as peer_lease_action
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease_renewer
 from ansible_collections.gpufleet.netval.plugins.modules import peer_lease
+from tests.redis_server import RedisServer
 from tests.unit.plugins.modules.utils import run_module
+
+RENEWERS = []
+
+
+@pytest.fixture(autouse=True)
+def no_renewer_process(monkeypatch):
+    """The action starts the run's renewer (a detached process) after each lease it takes: recorded here instead."""
+    del RENEWERS[:]
+    monkeypatch.setattr(lease_renewer, 'ensure', lambda *args, **kwargs: RENEWERS.append(args))
 
 
 def run_action(task_args, check_mode=False):
@@ -46,7 +57,7 @@ def test_each_node_gets_the_next_free_peer_and_a_third_waits_then_fails_on_our_s
     assert not failed and second['peer'] == 'peer02'
     third, failed = call(args(tmp_path, 'node03'))
     assert failed and third['error_class'] == 'peer_busy' and third['error_side'] == 'ours' and third['waited_s'] >= 1
-    assert 'peer01, peer02' in third['msg'] and 'node03' in third['msg']
+    assert 'peer01, peer02' in third['msg'] and 'node03' in third['msg'] and third['in_pool'] == 2  # busy, not gone: queue again
     released, failed = call(args(tmp_path, 'node01', state='released', peers=['peer01']))
     assert not failed and released['released'] and released['changed']
     again, failed = call(args(tmp_path, 'node03'))
@@ -95,6 +106,7 @@ def test_a_peer_that_went_away_leaves_the_pool_at_once_and_the_first_record_stan
     none, failed = call(args(tmp_path, 'node04', wait=5))
     assert failed and none['error_class'] == 'peer_busy' and none['error_side'] == 'ours' and none['waited_s'] < 1
     assert 'left the pool' in none['msg'] and 'peer01 (went away while node01 was tested on it)' in none['msg']
+    assert none['in_pool'] == 0  # nothing to queue for
     other_run, failed = call(args(tmp_path, 'node04', run='20261202T000000Z'))
     assert not failed and other_run['peer'] == 'peer01'  # a peer lost in one run is back in the next
 
@@ -125,3 +137,35 @@ def test_the_action_plugin_refuses_unknown_or_mistyped_options_in_the_one_failur
     assert failed and result['error_class'] == 'invalid_options' and result['error_side'] == 'ours'
     assert "argument 'wait'" in result['msg'] and 'colour' in result['msg']
     assert not os.path.exists(str(tmp_path / 'leases'))
+
+
+def test_the_action_starts_the_runs_renewer_after_each_lease_it_takes_and_the_module_does_not(tmp_path, call):
+    taken, failed = call(args(tmp_path, 'node01', ttl=90))
+    assert not failed and taken['deadline'] > taken['acquired_at'] + 89
+    busy, failed = call(args(tmp_path, 'node02', peers=['peer01'], wait=0))
+    assert failed and busy['error_class'] == 'peer_busy'
+    call(args(tmp_path, 'node03'), check_mode=True)
+    expected = [(str(tmp_path / 'leases'), '', '20261201T000000Z', 90)] if call is run_action else []
+    assert RENEWERS == expected
+
+
+def test_a_backend_that_is_not_a_redis_url_is_refused_and_its_password_never_shown(tmp_path, call):
+    result, failed = call(args(tmp_path, 'node01', backend='http://user:secret@redis.example/'))
+    assert failed and result['error_class'] == 'invalid_options' and 'backend' in result['msg'] and 'secret' not in result['msg']
+
+
+def test_two_controllers_sharing_a_redis_never_lease_one_peer_to_two_nodes(tmp_path, call):
+    """Each controller has its own lease folder (an AWX job's container); only the Redis is shared."""
+    with RedisServer(tmp_path / 'redis') as server:
+        first, failed = call(args(tmp_path / 'a', 'node01', backend=server.url, run='20261201T000000Z-aaaaaaaa'))
+        assert not failed and first['peer'] == 'peer01'
+        second, failed = call(args(tmp_path / 'b', 'node02', backend=server.url, run='20261201T000000Z-bbbbbbbb'))
+        assert not failed and second['peer'] == 'peer02'
+        third, failed = call(args(tmp_path / 'c', 'node03', backend=server.url, run='20261201T000000Z-cccccccc', wait=0))
+        assert failed and third['error_class'] == 'peer_busy' and third['in_pool'] == 2
+        released, failed = call(args(tmp_path / 'b', 'node02', backend=server.url, run='20261201T000000Z-bbbbbbbb', state='released',
+                                     peers=['peer02']))
+        assert not failed and released['released']
+        again, failed = call(args(tmp_path / 'c', 'node03', backend=server.url, run='20261201T000000Z-cccccccc', wait=0))
+        assert not failed and again['peer'] == 'peer02'
+        assert not os.path.exists(str(tmp_path / 'a' / 'leases' / 'peer01.lease'))  # the lease is in the Redis, not the folder

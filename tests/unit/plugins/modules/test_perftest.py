@@ -562,3 +562,26 @@ def test_a_batch_stop_waits_once_for_all_its_servers_not_once_each(monkeypatch):
     assert not failed, result
     assert len(waits) == 4 and abs(waits[0] - 0.3) < 0.05 and all(w < 0.05 for w in waits[1:]), waits
     assert time.time() - started < 1.0
+
+
+def test_a_gpu_client_names_its_gpu_by_bus_id_with_dmabuf_after_it_and_pci_order_only_with_an_ordinal():
+    good = fixtures.local('perftest/ib_write_bw_post_list_D60_8B_gbits_roce_issue273.txt')
+    sessions = [{'id': 'gpu', 'server': '10.0.0.2', 'device': 'mlx5_0', 'port': 18515, 'use_cuda': 2, 'use_cuda_bus_id': '0000:1b:00.0'},
+                {'id': 'ordinal', 'server': '10.0.1.2', 'device': 'mlx5_1', 'port': 18516, 'use_cuda': 1},
+                {'id': 'host', 'server': '10.0.2.2', 'device': 'mlx5_2', 'port': 18517}]
+    argvs = [['/usr/bin/ib_write_bw', '-d', 'mlx5_0', '-s', '8', '--use_cuda_bus_id=0000:1b:00.0', '--use_cuda_dmabuf', '-p', '18515', '-F',
+              '10.0.0.2'],
+             ['/usr/bin/ib_write_bw', '-d', 'mlx5_1', '-s', '8', '--use_cuda=1', '--use_cuda_dmabuf', '-p', '18516', '-F', '10.0.1.2'],
+             ['/usr/bin/ib_write_bw', '-d', 'mlx5_2', '-s', '8', '-p', '18517', '-F', '10.0.2.2']]
+    result, failed = run_module(perftest.main, {'test': 'ib_write_bw', 'role': 'client', 'size': 8, 'use_cuda_dmabuf': True,
+                                                'cuda_device_order': 'PCI_BUS_ID', 'sessions': sessions},
+                                calls=[Call(TIMEOUT + ['300'] + argv, out=good) for argv in argvs])
+    assert not failed, result
+    # CUDA_DEVICE_ORDER only where a GPU is named: the host-memory session runs without it.
+    assert result['_environ'] == [{'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'}, {'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'}, {}]
+
+
+def test_a_session_bus_id_that_is_no_pci_address_is_refused():
+    result, failed = run_module(perftest.main, {'test': 'ib_write_bw', 'role': 'client', 'server': '10.0.0.2',
+                                                'use_cuda_bus_id': '1b:00'})
+    assert failed and "use_cuda_bus_id '1b:00' is not a PCI address" in result['msg'] and result['_ran'] == []

@@ -69,3 +69,9 @@ def test_a_read_that_crashes_does_not_end_the_others(monkeypatch):
     result, failed = run_module(preflight_info.main, {'gpu': GPU, 'nic': NIC}, calls=[Call(SMI_XML, out=XML)])
     assert not failed and result['failed_reads'] == ['nic']
     assert 'KeyError' in result['reads']['nic']['msg'] and result['reads']['gpu']['gpu_count'] == 1
+
+
+def test_the_result_carries_the_nodes_own_clock():
+    before = int(time.time())
+    result, failed = run_module(preflight_info.main, {'gpu': GPU}, calls=[Call(SMI_XML, out=XML)])
+    assert not failed and before <= result['node_time_epoch'] <= int(time.time())

@@ -80,12 +80,14 @@ def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=
     """
     expected = list(calls)
     ran = []
+    environs = []
     spans = []
     lock = threading.Lock()
 
     def fake_capture(argv, environ_update=None, data=None):  # pylint: disable=unused-argument
         with lock:
             ran.append(list(argv))
+            environs.append(dict(environ_update or {}))
             if not expected:
                 pytest.fail('module ran an unexpected command: %r' % (argv,))
             if any_order:
@@ -130,6 +132,10 @@ def run_module(main, args, calls=(), missing=(), bin_dir='/usr/bin', check_mode=
     if not failed:
         assert not expected, 'module did not run expected commands: %r' % ([c.argv for c in expected],)
     result['_ran'] = ran
+    # What each command had set in its own environment besides the locale, in the order they ran (only when one had any).
+    extra = [dict((k, v) for k, v in env.items() if k not in ('LC_ALL', 'LANG', 'LANGUAGE')) for env in environs]
+    if any(extra):
+        result['_environ'] = extra
     if any_order:
         result['_spans'] = spans
     return result, failed

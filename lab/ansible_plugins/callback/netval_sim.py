@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# The netval lab's simulation, loaded once in ansible-playbook's main process (ANSIBLE_CALLBACKS_ENABLED=netval_sim) so
+# that every worker it forks answers from the recording without reading it again.  Never part of the collection.
+from __future__ import annotations
+
+import os
+import sys
+
+from ansible.plugins.callback import CallbackBase
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+from lab.netval_lab import sim  # noqa: E402  pylint: disable=wrong-import-position
+
+DOCUMENTATION = '''
+name: netval_sim
+type: aggregate
+short_description: Load the netval lab's simulation in the controller's main process
+description:
+  - Loads the recording the simulated hosts answer from (lab/netval_lab/sim.py) before the first play, so that the
+    forked workers share it.
+author: netval lab
+'''
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = 'aggregate'
+    CALLBACK_NAME = 'netval_sim'
+    CALLBACK_NEEDS_ENABLED = True
+
+    def v2_playbook_on_start(self, playbook):
+        sim.load()

@@ -1,0 +1,47 @@
+"""validate.yml on a simulated fleet (lab/netval_lab/sim.py, `scripts/bench.py --simulate`): the real playbooks, strategy,
+leases, filters and reports for more waiting nodes than forks, with no root and no lab, in under a minute.  The hosts
+answer from the lab's recording (lab/sim/healthy-400g.json); a recording that no longer fits the modules' arguments or
+results fails here (record again: `python -m lab.netval_lab sim-record`)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
+from tests.unit import fixtures
+
+ROOT = fixtures.ROOT
+LAST_LINE = re.compile(r'^ratio_to_ideal=\d+\.\d\d overhead_per_node_s=\d+\.\d\d controller_peak_mib=\d+\.\d\d '
+                       r'peer_overlap_s=(?P<overlap>\d+\.\d\d) ratio_to_bound=(?P<ratio>\d+\.\d\d) forks=(?P<forks>\d+)$')
+NODES, PEERS, FORKS = 5, 1, 3
+
+
+def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_reported_in_full(tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'scripts', 'bench.py'), '--simulate', '--nodes', str(NODES),
+                           '--peers', str(PEERS), '--forks', str(FORKS), '--scale', '0.002', '--work-dir', str(tmp_path)],
+                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-8000:]
+    last = LAST_LINE.match(proc.stdout.strip().splitlines()[-1])
+    assert last, proc.stdout[-3000:]
+    assert last.group('forks') == str(FORKS) and float(last.group('overlap')) == 0.0 and float(last.group('ratio')) > 0
+    cell = tmp_path / ('sim-n%d-p%d' % (NODES, PEERS))
+    summary = (cell / 'reports' / 'latest' / 'summary.txt').read_text().splitlines()[0]
+    assert summary == '%d of %d nodes reported: %d A (accept), 0 B (investigate), 0 C (return to provider)' % (NODES, NODES, NODES)
+    figures = json.loads((cell / 'cell.json').read_text())['figures']
+    assert figures['peer_sessions'] > NODES and figures['forks'] == FORKS
+    # Every test the tier enables has its figure in every node's report: the recording answered them all.
+    tier = json.loads((cell / 'reports' / 'latest' / 'nodes' / 'node01.json').read_text())['tier']
+    timeline = json.loads((cell / 'timeline.json').read_text())
+    for node in ['node%02d' % i for i in range(1, NODES + 1)]:
+        result = json.loads((cell / 'reports' / 'latest' / 'nodes' / ('%s.json' % node)).read_text())
+        metrics = set(t['metric'] for t in result['tests'] if t.get('value') is not None or t.get('preset_status'))
+        assert result['bucket'] == 'A' and not [t for t in result['tests'] if t['status'] == 'unknown'], result['causes']
+        assert metrics, node
+    assert tier == '400G'
+    # The catalogue's metrics and the graded entries of NCCL's log that are not catalogue metrics.
+    wanted = set(metric for entry in catalogue.TESTS for metric in entry['metrics']) | {verdict.NCCL_TRANSPORT, verdict.NCCL_GDR}
+    assert metrics <= wanted
+    # The nodes that found the peer busy tried, gave their worker back and tried again.
+    tries = [r for r in timeline['records'] if r['task'] == 'Wait for a free known-good peer and lease it']
+    assert len(tries) >= NODES - PEERS
