@@ -359,10 +359,12 @@ def _own_latency(nic, params):
 def _open_session(nic, local_address, label, params, session_id):
     """Enter this session in the ledgers of this end's HCA and rail (both kept under this host's node dir).
 
-    The rail is the device's own port on a real site (its tc shaping limits the session), else the interface the
-    handshake left through (the ideal site's one cable per node and peer).
+    The rail is the device's own port on a real site (its tc shaping limits the session), else the device's cable on the
+    ideal site (one per node and peer), else, for a NIC the ideal site only emulates, the interface the handshake left
+    through.  The handshake goes to the box's management address, as on a real site: it never decides the data's rail.
     """
-    rail = _rail(nic)[1] or fabric.rail_of(local_address)
+    cable = (nic.get('fabric') or {}).get('netdev') if nic.get('netdev_real') else None
+    rail = _rail(nic)[1] or cable or fabric.rail_of(local_address)
     capacity = fabric.hca_capacity_bytes(nic, params['cuda'] is not None) * params.get('gdr_factor', 1.0)
     session = {'hca': (capacity, fabric.Ledger(node_dir(), nic['name'])),
                'rail': (fabric.rail_rate_bytes(rail), fabric.Ledger(node_dir(), 'rail-%s' % (rail or 'unknown')))}

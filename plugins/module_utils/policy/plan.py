@@ -15,8 +15,10 @@ plan that needs more ports than the block holds is an error, never an overlap.
 Rails: ``node_ports`` / ``peer_ports`` are each box's compute rails (policy/rails.py select_rails), paired by rail
 identity (rails.rail_pairs), never by list position; the IP tests (ping, iperf3) run over the rail pair rails.ip_path
 chooses, bound to its two addresses, never over the management network.  A perftest session's TCP handshake goes to
-the server's address on the tested rail, or to the server box's control address (its management address) where the
-rail has none: the handshake only swaps queue pair numbers, the data path follows ``-d`` / ``-x``.
+the server box's control address (its management address, as an operator runs ``ib_write_bw -d mlx5_0 <peer>``): the
+handshake only swaps queue pair numbers, GIDs and options, the data moves on the rail of ``-d`` / ``-x``.  A rail's own
+address would tie the RDMA tests to IP routing the rails need not have (IB rails not routed to each other, an
+unaddressed or misrouted IPoIB rail): the management address is the one that reaches every box.
 
 Nothing is dropped silently: every figure the enabled tests must produce is
 listed in ``expected``; one the plan already knows it cannot measure (no
@@ -42,7 +44,7 @@ DEFAULTS = {
     # The inventory's fabric addresses of the two boxes (netval_fabric_ip(s)): the IP tests' ends when given.
     'peer_address': None,
     'node_address': None,
-    # Where a perftest handshake goes when the server's rail has no address (the box's management address).
+    # Where a perftest handshake goes (the box's management address: ansible_host); the data path follows -d / -x.
     'peer_control_address': 'peer',
     'node_control_address': 'node',
     'peer_name': 'the peer',
@@ -189,13 +191,13 @@ def _ends(pair, direction, gpu, options):
     """The server and client ends of one session: which box, which device, and (GDR) the node's GPU on the node's end, by its
     PCI address where the node's perftest takes one (--use_cuda_bus_id), else by ordinal.
 
-    The client's handshake goes to the server's address on this rail, else to the server box's control address.
+    The client's handshake goes to the server box's control address, whichever rail the session tests.
     """
     bus_id = options['gpu_bus_ids'].get(str(gpu)) if gpu is not None and options['gdr'].get('by_bus_id') else None
     node = {'on': 'node', 'device': pair['device'], 'ib_port': pair['ib_port'], 'gid_index': pair['gid_index'], 'use_cuda': gpu,
-            'use_cuda_bus_id': bus_id, 'address': pair.get('ipv4') or options['node_control_address']}
+            'use_cuda_bus_id': bus_id, 'address': options['node_control_address']}
     peer = {'on': 'peer', 'device': pair['peer_device'], 'ib_port': pair['peer_ib_port'], 'gid_index': pair['peer_gid_index'],
-            'use_cuda': None, 'use_cuda_bus_id': None, 'address': pair.get('peer_ipv4') or options['peer_control_address']}
+            'use_cuda': None, 'use_cuda_bus_id': None, 'address': options['peer_control_address']}
     server, client = (node, peer) if direction == RECEIVE else (peer, node)
     client = dict(client, connect_to=server['address'])
     return server, client
@@ -452,8 +454,8 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     ``rails``: rdma_info ``live_ports`` entries); ``gpu_pairs``: gpu_info's ``gpu_nic_pairs``; ``options``: slot,
     perftest_port_base, iperf3_port_base, ports_per_node, iperf3_ports_per_node, duration_override, timeout_margin,
     retest_only, retest_tests, node_address / peer_address (the inventory's fabric addresses of the boxes, else the
-    rails' own), node_control_address / peer_control_address (where a perftest handshake goes when the server's rail
-    has no address), node_name / peer_name (for the reasons), rails_map (netval_rails), traffic_class
+    rails' own), node_control_address / peer_control_address (where a perftest handshake goes: the box's management
+    address), node_name / peer_name (for the reasons), rails_map (netval_rails), traffic_class
     (netval_roce_tclass), nccl_env_names, phase (all, peer: the tests that need a peer, local: those that do not),
     gdr (the node's GPUDirect end), gpu_bus_ids and blocked ({test: reason}: tests a failed GPU prerequisite rules out,
     their figures expected with the reason).

@@ -235,18 +235,20 @@ def test_every_server_has_a_deadline_that_covers_the_sessions_before_it():
 def test_the_node_receives_by_default_and_the_reverse_is_an_option():
     made = plan_400g()
     first = made['runs']['ib_send_bw'][0]
-    # The handshake goes to the node's address on the tested rail.
-    assert (first['server']['on'], first['client']['on'], first['client']['connect_to']) == ('node', 'peer', '10.252.0.11')
+    # The handshake goes to the node's management address (ansible_host), never to an address on the tested rail.
+    assert (first['server']['on'], first['client']['on'], first['client']['connect_to']) == ('node', 'peer', '10.251.0.11')
     gdr = made['runs']['gdr'][0]
     assert (gdr['server']['on'], gdr['server']['use_cuda'], gdr['client']['use_cuda']) == ('node', 0, None)
     send_too = dict(TIERS['400G']['tests']['ib_send_bw'], directions=['send', 'receive'])
     both = dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=send_too))
-    # mlx5_1 of the node has no address: its server's handshake goes to the node's control (management) address.
-    made = plan.tier_test_plan(both, live_ports(2, addressed=[0]), peer_ports(2), [], {'node_control_address': '10.251.0.11'})
+    # Addressed rail or not, each server's handshake goes to its box's management address: the rail's address may not be
+    # reachable from the other box (rails not routed to each other, an IPoIB rail misrouted or unaddressed).
+    made = plan.tier_test_plan(both, live_ports(2, addressed=[0]), peer_ports(2), [],
+                               {'node_control_address': '10.251.0.11', 'peer_control_address': '10.251.0.21'})
     runs = made['runs']['ib_send_bw']
-    assert [(r['id'], r['server']['on'], r['client']['connect_to']) for r in runs] == [
-        ('ib_send_bw_gbs:mlx5_0', 'node', '10.252.0.11'), ('ib_send_bw_gbs:mlx5_0:send', 'peer', '10.252.0.21'),
-        ('ib_send_bw_gbs:mlx5_1', 'node', '10.251.0.11'), ('ib_send_bw_gbs:mlx5_1:send', 'peer', '10.252.1.21')]
+    assert [(r['id'], r['server']['on'], r['client']['connect_to'], r['client']['device']) for r in runs] == [
+        ('ib_send_bw_gbs:mlx5_0', 'node', '10.251.0.11', 'mlx5_0'), ('ib_send_bw_gbs:mlx5_0:send', 'peer', '10.251.0.21', 'mlx5_0'),
+        ('ib_send_bw_gbs:mlx5_1', 'node', '10.251.0.11', 'mlx5_1'), ('ib_send_bw_gbs:mlx5_1:send', 'peer', '10.251.0.21', 'mlx5_1')]
     assert len([e for e in made['expected'] if e['metric'] == 'ib_send_bw_gbs']) == 4
     with pytest.raises(plan.PlanError, match='directions'):
         plan.tier_test_plan(dict(both, tests=dict(both['tests'], iperf3={'enabled': True, 'directions': ['sideways']})),
@@ -265,7 +267,7 @@ def test_one_hca_at_a_time_runs_are_batched_per_box_pair_with_the_perftest_sessi
     assert [s['id'] for s in batch['servers']] == [r['id'] for r in made['runs']['ib_send_bw']]
     assert set(batch['servers'][0]) == {'id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'}
     assert set(batch['clients'][0]) == {'id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'}
-    assert batch['clients'][0]['server'] == '10.252.0.11' and batch['servers'][0]['timeout'] == made['runs']['ib_send_bw'][0]['server_timeout']
+    assert batch['clients'][0]['server'] == '10.251.0.11' and batch['servers'][0]['timeout'] == made['runs']['ib_send_bw'][0]['server_timeout']
     assert batch['tclass'] is None and batch['qps'] is None  # InfiniBand: no traffic class, one QP
     gdr, = made['batches']['gdr']
     assert [s['use_cuda'] for s in gdr['servers']] == [r['use_cuda'] for r in made['runs']['gdr']]
