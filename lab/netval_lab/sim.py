@@ -272,6 +272,10 @@ def answer(host, module, params):
     pairs = _changes(call['params'], params, _names(call, host, params))
     texts = sorted(((str(k), str(v)) for k, v in pairs.items() if isinstance(k, str)), key=lambda kv: -len(kv[0]))
     result = _restamp(_carry(call['result'], dict((k, v) for k, v in pairs.items() if isinstance(k, int)), texts), time.time())
+    if module == 'gpufleet.netval.preflight_info':
+        # The simulated host's clock at this answer (the test window opens on it); a recording made before preflight_info
+        # read the node's clock has none.
+        result['node_time_epoch'] = int(time.time())
     if module == 'gpufleet.netval.evidence_bundle':
         _place_bundle(host, call, result)
     return result, planned_seconds(module, params) * state['scale']

@@ -326,10 +326,13 @@ def test_a_flapping_cable_is_named_with_the_runbooks_module_events(mixed_run):
 def test_missing_dcgmi_is_our_gap_bucket_b_without_a_letter(mixed_run):
     _summary, reports, _evidence = mixed_run
     result = node_result(reports, 'node09')
-    assert result['bucket'] == 'B' and causes(result) == ['measurement_incomplete'], result['causes']
+    # Preflight names the missing DCGM first (issue 31's prerequisite, ours), then what could not be measured.
+    named = causes(result)
+    assert result['bucket'] == 'B' and named[0] == 'dcgm_hostengine' and 'measurement_incomplete' in named, result['causes']
+    assert not any(c.get('returns_node') for c in result['causes']), result['causes']
     dcgmi = [t for t in result['tests'] if t['status'] == 'unknown']
     assert dcgmi and all(t.get('error_side') != 'node' for t in dcgmi), dcgmi
-    assert 'dcgmi' in result['causes'][0]['detail']
+    assert any('dcgmi' in c['detail'] for c in result['causes'] if c['cause'] == 'measurement_incomplete'), result['causes']
 
 
 def test_one_nic_on_older_firmware_is_a_spec_mismatch_not_a_return(mixed_run):
