@@ -215,3 +215,18 @@ def test_a_node_without_a_qualified_peer_gets_one_finding_naming_each_candidates
                                   'port 1 runs at 200 Gb/s, expected 400): the node could not be measured (not the node\'s fault)')
     qualification['peer01']['qualified'] = True
     assert peer_policy.peer_findings(qualification, ['peer02', 'peer01']) == []
+
+
+def test_a_peer_is_qualified_on_its_own_rails_when_its_inventory_names_them():
+    # The peer's port mlx5_3 trained at 200 Gb/s: by the profile's selector it is one rail short; a peer whose inventory
+    # names its rails (netval_rdma_devices) without mlx5_3 is graded on those, and one that names mlx5_3 is refused for it.
+    slow = lab_peer_reads()
+    slow['rdma']['devices']['mlx5_3']['ports']['1']['rate_gbps'] = 200
+    results = [{'item': 'peer01', 'reads': slow}, {'item': 'peer02', 'reads': slow}, {'item': 'peer03', 'reads': slow}]
+    rails = ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7']
+    found = peer_policy.qualify_peers(results, dict(P400, nics=dict(P400['nics'], count=7)),
+                                      {'peer01': rails, 'peer02': rails[:3] + ['mlx5_3'] + rails[3:]})
+    assert found['peer01'] == dict(found['peer01'], qualified=True, reasons=[])
+    assert found['peer02']['qualified'] is False and 'mlx5_3' in ' '.join(found['peer02']['reasons'])
+    # No entry: the profile's selector, as before (7 of its 8 400 Gb/s ports are rails, the tier asked for 7).
+    assert found['peer03']['qualified'] is True
