@@ -287,7 +287,8 @@ def summarize_state(state):
         return {}
     nics = state.get('nics') or []
     return {'nics': [nic.get('name') for nic in nics if isinstance(nic, dict)],
-            'netdevs': [nic.get('netdev') for nic in nics if isinstance(nic, dict)]}
+            'netdevs': [nic.get('netdev') for nic in nics if isinstance(nic, dict)],
+            'live': [nic.get('name') for nic in nics if isinstance(nic, dict) and nic.get('state', 'ACTIVE') == 'ACTIVE']}
 
 
 def print_access(lab):

@@ -325,10 +325,11 @@ def _cmdline_drop(state):
             break
 
 
-@emulated_fault('pause-storm', 'every NIC receives PAUSE_STORM_RATE pause frames a second from now on')
+@emulated_fault('pause-storm', 'every cabled NIC receives PAUSE_STORM_RATE pause frames a second from now on')
 def _pause_storm(state):
     now = time.time()
-    for nic in state['nics']:
+    # A port without a link (the storage card's uncabled second port) receives no frames at all.
+    for nic in (n for n in state['nics'] if n.get('state', 'ACTIVE') == 'ACTIVE'):
         nic['pause_base'] = pause_counter(nic, now)
         nic['pause_epoch'] = now
         nic['pause_rate_per_s'] = PAUSE_STORM_RATE

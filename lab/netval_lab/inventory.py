@@ -123,6 +123,10 @@ def host_vars(lab, host, unpinned=False):
         # reads; like most operators' inventories, this one names no fabric address.
         if info['role'] == 'new' and not unpinned:
             hvars['netval_peer'] = info['peer']
+        if info['role'] == 'peer':
+            # A site names its reference boxes' rails, as the example inventory does; the new nodes' rails are chosen by
+            # the tier's selector (nics.select), so the lab shows both.
+            hvars['netval_rdma_devices'] = [port['name'] for port in info.get('ports') or [] if port['kind'] == 'rail']
         return hvars
     if info['role'] == 'new':
         own = {link['peer']: link['node_ip'] for link in links}
@@ -135,6 +139,12 @@ def host_vars(lab, host, unpinned=False):
         peer = info['peer']
         if not unpinned:
             hvars['netval_peer'] = peer
+        # Boxes whose live ports are named differently (the two-box RoCE pair: f0 on the node, f1 on the peer) pair
+        # them as their operator cabled them: netval_rails, node device to peer device.
+        mine = (info.get('hardware') or {}).get('live') or []
+        theirs = (lab['hosts'][peer].get('hardware') or {}).get('live') or []
+        if mine and len(mine) == len(theirs) and mine != theirs:
+            hvars['netval_rails'] = dict(zip(mine, theirs))
         hvars['netval_fabric_ip'] = own[peer]
         hvars['netval_fabric_ips'] = own
         hvars['netval_peer_fabric_ip'] = [link['peer_ip'] for link in links if link['peer'] == peer][0]

@@ -223,7 +223,7 @@ def test_fault_link_flap_logs_kernel_events(lab):
     finally:
         cli('fault', 'clear', check=True)
     assert not os.path.exists(os.path.join(LAB_ROOT, 'nodes', 'node01', 'flap.pid'))
-    assert df_ping(lab, 8972)
+    assert df_ping(lab, 4092 - 28)  # the rail is back at its IPoIB MTU
 
 
 def test_fault_peer_down_takes_the_peers_management_link_down(lab):
