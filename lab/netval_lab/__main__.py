@@ -421,7 +421,11 @@ def cmd_sim_record(args):
     import tempfile  # pylint: disable=import-outside-toplevel
     import yaml  # pylint: disable=import-outside-toplevel
     from . import sim  # pylint: disable=import-outside-toplevel
-    rc = cmd_up(argparse.Namespace(profile=args.profile, node_profiles='', nodes=2, peers=1, dcgmi_seconds=None, unpinned=False, mesh=False))
+    # The ideal site: the simulated fleet gives each host one fabric address and carries it into the recorded answers,
+    # where a real site's boxes answer with an address per rail (the controller's work, which the simulation measures,
+    # is the same on both).
+    rc = cmd_up(argparse.Namespace(profile=args.profile, node_profiles='', nodes=2, peers=1, dcgmi_seconds=None, unpinned=False,
+                                   mesh=False, site='ideal'))
     if rc:
         return rc
     work = tempfile.mkdtemp(prefix='netval-sim-record-')

@@ -281,11 +281,16 @@ def answer(host, module, params):
     return result, planned_seconds(module, params) * state['scale']
 
 
+STAMPS = ('timestamp', 'counters_at')
+
+
 def _restamp(value, now):
-    """The recorded result with every epoch ``timestamp`` (nic_info's counter snapshots) the time of this answer: a real
-    host's second snapshot is later than its first; two answers from one recorded call would be the same instant."""
+    """The recorded result with every epoch ``timestamp`` (nic_info's counter snapshots) and ``counters_at`` (rdma_info's)
+    the time of this answer: a real host's second snapshot is later than its first; two answers from one recorded call
+    would be the same instant."""
     if isinstance(value, dict):
-        return dict((key, now if key == 'timestamp' and isinstance(item, float) else _restamp(item, now)) for key, item in value.items())
+        return dict((key, now if key in STAMPS and isinstance(item, (int, float)) and not isinstance(item, bool)
+                     else _restamp(item, now)) for key, item in value.items())
     if isinstance(value, list):
         return [_restamp(item, now) for item in value]
     return value
