@@ -185,6 +185,14 @@ def build_state(profile, host, role, lab_info):
             nic['netdev'] = link.get('netdev') or nic['netdev']
             nic['netdev_real'] = bool(link.get('netdev'))
             nic['fabric'] = link
+        elif not ports and fabric and nic['name'] in active and nic['link_layer'] == 'Ethernet':
+            # A live RoCE port beyond the box's cables (the two-box pair's second PCIe function of its one port): RoCE
+            # needs its IPv4 (its RoCE v2 GID), so it is addressed as its operator would, in a /30 of its own beside the
+            # cable's (the same host part, so node and peer share it); it has no real netdev here.
+            extra = active.index(nic['name']) - len(fabric)
+            cable = (fabric[0].get('ip') or '0.0.0.0').split('.')
+            nic['fabric'] = {'netdev': None, 'ip': '10.%d.%s.%s' % (249 - extra, cable[2], cable[3]), 'prefix': 30,
+                             'emulated_only': True}
         ident = (profile['name'], host, nic['name'])
         nic['node_guid'] = _guid('node', *ident)
         nic['sys_image_guid'] = nic['node_guid']

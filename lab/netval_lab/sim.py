@@ -269,7 +269,13 @@ def answer(host, module, params):
     state = _state()
     role = state['hosts']['hosts'].get(host, {}).get('role', 'new')
     call = best_call(module, role, params)
-    pairs = _changes(call['params'], params, _names(call, host, params))
+    names = _names(call, host, params)
+    pairs = _changes(call['params'], params, names)
+    # The recorded hosts' fabric addresses (rdma_info's port addresses, a route's source) become the simulated hosts'.
+    for recorded_ip, recorded_host in sorted(state['recorded_addresses'].items()):
+        now = state['hosts']['hosts'].get(names.get(recorded_host))
+        if now and now.get('fabric_ip'):
+            pairs.setdefault(recorded_ip, now['fabric_ip'])
     texts = sorted(((str(k), str(v)) for k, v in pairs.items() if isinstance(k, str)), key=lambda kv: -len(kv[0]))
     result = _restamp(_carry(call['result'], dict((k, v) for k, v in pairs.items() if isinstance(k, int)), texts), time.time())
     if module == 'gpufleet.netval.preflight_info':
