@@ -47,13 +47,13 @@ def test_ungraded_must_name_a_metric_of_its_test():
 
 
 def test_every_metric_has_a_reader_that_exists_and_belongs_to_exactly_one_test():
-    readers = {'perftest_bw', 'perftest_lat', 'iperf3', 'ping_loss', 'ping_rtt', 'aggregate_bw', 'pause_rate', 'nccl', 'dcgmi'}
+    readers = {'perftest_bw', 'perftest_lat', 'iperf3', 'ping_loss', 'ping_rtt', 'aggregate_bw', 'pause_rate', 'ib_counters', 'nccl', 'dcgmi'}
     owners = [m for t in catalogue.TESTS for m in t['metrics']]
     assert sorted(owners) == sorted(catalogue.METRICS)
     for name, spec in catalogue.METRICS.items():
         assert spec['reads'] in readers, name
         assert callable(getattr(measurements, spec['reads'].replace('ping_loss', 'ping').replace('ping_rtt', 'ping').replace(
-            'pause_rate', 'pause_rates'))), name
+            'pause_rate', 'pause_rates').replace('ib_counters', 'ib_counter_figures'))), name
         if spec['reads'] == 'perftest_bw':
             assert spec['field'] in ('bw_avg_gbytes_s', 'bw_avg_gbps'), name
 
