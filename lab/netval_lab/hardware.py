@@ -188,11 +188,12 @@ def build_state(profile, host, role, lab_info):
         elif not ports and fabric and nic['name'] in active and nic['link_layer'] == 'Ethernet':
             # A live RoCE port beyond the box's cables (the two-box pair's second PCIe function of its one port): RoCE
             # needs its IPv4 (its RoCE v2 GID), so it is addressed as its operator would, in a /30 of its own beside the
-            # cable's (the same host part, so node and peer share it); it has no real netdev here.
+            # cable's (the same host part, so node and peer share it); it has no real netdev here, and its data moves
+            # on the box's cable (one physical port), never on the management network its handshake crosses.
             extra = active.index(nic['name']) - len(fabric)
             cable = (fabric[0].get('ip') or '0.0.0.0').split('.')
             nic['fabric'] = {'netdev': None, 'ip': '10.%d.%s.%s' % (249 - extra, cable[2], cable[3]), 'prefix': 30,
-                             'emulated_only': True}
+                             'emulated_only': True, 'cable': fabric[0].get('netdev')}
         ident = (profile['name'], host, nic['name'])
         nic['node_guid'] = _guid('node', *ident)
         nic['sys_image_guid'] = nic['node_guid']

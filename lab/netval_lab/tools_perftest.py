@@ -363,7 +363,8 @@ def _open_session(nic, local_address, label, params, session_id):
     ideal site (one per node and peer), else, for a NIC the ideal site only emulates, the interface the handshake left
     through.  The handshake goes to the box's management address, as on a real site: it never decides the data's rail.
     """
-    cable = (nic.get('fabric') or {}).get('netdev') if nic.get('netdev_real') else None
+    link = nic.get('fabric') or {}
+    cable = link.get('netdev') if nic.get('netdev_real') else link.get('cable')
     rail = _rail(nic)[1] or cable or fabric.rail_of(local_address)
     capacity = fabric.hca_capacity_bytes(nic, params['cuda'] is not None) * params.get('gdr_factor', 1.0)
     session = {'hca': (capacity, fabric.Ledger(node_dir(), nic['name'])),
