@@ -24,6 +24,8 @@ APT_PACKAGES := iperf3 ethtool openssh-server openssh-client pciutils iputils-pi
                 shellcheck openmpi-bin util-linux redis-server
 
 PROFILE ?= healthy-400g
+# real (rails on switches, storage and front-end NICs, IPoIB MTUs, a shaped management network) or ideal (the first boxes).
+SITE ?= real
 NODES ?= 2
 PEERS ?= 1
 NODE_PROFILES ?=
@@ -39,7 +41,7 @@ BENCH_JSON ?=
 help:
 	@echo "make demo    - set up and run validate.yml on the built-in lab"
 	@echo "make test    - run the whole test suite (units, sanity, lint, docs on every ansible-core of the matrix; the lab)"
-	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1] | lab-status | lab-down"
+	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1 SITE=real|ideal] | lab-status | lab-down"
 	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>] [SIDE=node|peer (mtu-mismatch)]"
 	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [DCGMI_SECONDS=20] [LOCAL_WHILE_WAITING=0] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
 	@echo "make bench SIMULATE=1 NODES=1024 PEERS=2 FORKS=64 [PROMOTE=1] [SCALE=0.01] - the same on simulated hosts, no lab"
@@ -127,8 +129,8 @@ demo: deps
 	@cat reports/latest/summary.txt
 
 lab-up: deps
-	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS) $(if $(NODE_PROFILES),--node-profiles $(NODE_PROFILES),) \
-	  $(if $(UNPINNED),--unpinned,) $(if $(MESH),--mesh,)
+	$(PY) -m lab.netval_lab up --profile $(PROFILE) --nodes $(NODES) --peers $(PEERS) --site $(SITE) \
+	  $(if $(NODE_PROFILES),--node-profiles $(NODE_PROFILES),) $(if $(UNPINNED),--unpinned,) $(if $(MESH),--mesh,)
 
 lab-status: deps
 	$(PY) -m lab.netval_lab status

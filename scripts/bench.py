@@ -475,6 +475,11 @@ def lab_roles(lab):
     for link in lab.get('links') or []:
         fabric[link.get('node_ip')] = link.get('node')
         fabric[link.get('peer_ip')] = link.get('peer')
+    # A real site's rails: every host's addressed ports (lab['hosts'][host]['ports']), no node-peer links.
+    for host in order:
+        for port in (hosts.get(host) or {}).get('ports') or []:
+            if port.get('ip'):
+                fabric[port['ip']] = host
     return nodes, peers, addresses, fabric
 
 

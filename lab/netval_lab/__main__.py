@@ -1,6 +1,8 @@
 """netval lab CLI: ``python -m lab.netval_lab up|down|status|fault`` (run as root from the repo root).
 
     up --profile P --nodes N --peers M   build (or keep, when already up with the same arguments) the lab
+       [--site real|ideal]               a real site (default: rails on switches, storage and front-end NICs, IPoIB MTUs,
+                                         nodes addressed on some rails, a shaped management network) or the ideal boxes
        [--unpinned]                      new nodes name no netval_peer: each takes the first free healthy peer
                                          (only the inventory changes; a lab already up keeps running)
        [--mesh]                          also link every new node to every other one, so an accepted node can
@@ -19,7 +21,7 @@ import sys
 import time
 
 from . import LAB_JSON, LAB_ROOT, MAX_NODES, MAX_PEERS, REPO_ROOT, netns_name, node_dir
-from . import faults, inventory, netns
+from . import faults, inventory, netns, site
 from .netns import LabError
 
 
@@ -78,8 +80,12 @@ def mesh_links(node_names):
 MESH_INDEX_BASE = 10000
 
 
-def plan(profile_name, profile, nodes, peers, mesh=False):
-    """The lab's layout: hosts, addresses, links (pure; nothing is created); ``mesh`` also links the new nodes together."""
+def plan(profile_name, profile, nodes, peers, mesh=False, site_name=site.DEFAULT_SITE):
+    """The lab's layout: hosts, addresses, links (pure; nothing is created); ``mesh`` also links the new nodes together.
+
+    On a real site with rails (site.rail_fabric) there are no node-peer links: every host's ports are planned by build()
+    (site.host_ports), each rail a switch every host is on, so the new nodes reach each other too.
+    """
     node_names = ['node%02d' % i for i in range(1, nodes + 1)]
     peer_names = ['peer%02d' % j for j in range(1, peers + 1)]
     order = node_names + peer_names
@@ -89,15 +95,16 @@ def plan(profile_name, profile, nodes, peers, mesh=False):
         hosts[host] = {'role': role, 'netns': netns_name(host), 'mgmt_ip': '%s.%d' % (netns.MGMT_PREFIX, 10 + i),
                        'node_dir': node_dir(host)}
     links = []
+    rails = site.rail_fabric(site_name, profile.get('tier'))
     for i, node in enumerate(node_names):
         hosts[node]['peer'] = peer_names[i % peers]
-        for j, peer in enumerate(peer_names):
+        for j, peer in enumerate(peer_names if not rails else []):
             k = i * peers + j
             links.append({'index': k, 'node': node, 'peer': peer, 'node_if': 'fab-' + peer, 'peer_if': 'fab-' + node,
                           'node_ip': '10.252.%d.1' % k, 'peer_ip': '10.252.%d.2' % k, 'prefix': 30, 'mtu': netns.FABRIC_MTU})
-    return {'profile': profile_name, 'profile_path': profile.get('path'), 'tier': profile.get('tier'),
-            'nodes': nodes, 'peers': peers, 'order': order, 'hosts': hosts, 'links': links,
-            'mesh': bool(mesh), 'mesh_links': mesh_links(node_names) if mesh else [],
+    return {'profile': profile_name, 'profile_path': profile.get('path'), 'tier': profile.get('tier'), 'site': site_name,
+            'rails': rails, 'nodes': nodes, 'peers': peers, 'order': order, 'hosts': hosts, 'links': links,
+            'mesh': bool(mesh), 'mesh_links': mesh_links(node_names) if mesh and not rails else [],
             'bridge': netns.BRIDGE, 'mgmt_gateway': netns.MGMT_GATEWAY, 'faults': [], 'status': 'building',
             'created': time.time(), 'repo_root': REPO_ROOT}
 
@@ -118,6 +125,7 @@ def peers_info(lab, host):
                'remote_ip': entry['remote_ip'], 'remote_netdev': entry['remote_ifname']} for entry in links]
     return {'host': host, 'role': info['role'], 'mgmt_ip': info['mgmt_ip'], 'peer': info.get('peer'),
             'links': links, 'fabric': fabric, 'lab_root': LAB_ROOT, 'repo_root': REPO_ROOT,
+            'site': lab.get('site', 'ideal'), 'ports': info.get('ports'),
             'nodes': [h for h in lab['order'] if lab['hosts'][h]['role'] == 'new'],
             'peers': [h for h in lab['order'] if lab['hosts'][h]['role'] == 'peer']}
 
@@ -151,24 +159,25 @@ def cmd_up(args):
     dcgmi_seconds = getattr(args, 'dcgmi_seconds', None)
     if dcgmi_seconds is not None and not 0 <= dcgmi_seconds <= 3600:
         raise LabError('--dcgmi-seconds must be between 0 and 3600 (got %s)' % dcgmi_seconds)
-    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds, mesh)
+    site_name = getattr(args, 'site', None) or site.DEFAULT_SITE
+    wanted = (args.profile, args.nodes, args.peers, args.node_profiles or '', dcgmi_seconds, mesh, site_name)
     # A lab another checkout built runs that checkout's tools: it is rebuilt from this one.
     if current and (current.get('profile'), current.get('nodes'), current.get('peers'), current.get('node_profiles', ''),
-                    current.get('dcgmi_seconds'), bool(current.get('mesh'))) == wanted \
+                    current.get('dcgmi_seconds'), bool(current.get('mesh')), current.get('site', 'ideal')) == wanted \
             and current.get('repo_root') == REPO_ROOT and lab_is_healthy(current):
         # Pinning is the inventory's alone: the same lab serves both, only hosts.yml is rewritten.
         current['unpinned'] = unpinned
         save_lab(current)
         inventory.write(current)
-        say('lab already up: profile %s, %d new node(s), %d peer(s)%s; nothing to do'
-            % (args.profile, args.nodes, args.peers, ', unpinned' if unpinned else ''))
+        say('lab already up: profile %s, %d new node(s), %d peer(s), %s site%s; nothing to do'
+            % (args.profile, args.nodes, args.peers, site_name, ', unpinned' if unpinned else ''))
         print_access(current)
         return 0
     if current or netns.lab_namespaces() or netns.root_links() or os.path.exists(LAB_ROOT):
         say('tearing down the existing lab first')
         cmd_down(argparse.Namespace(quiet=True))
 
-    lab = plan(args.profile, profile, args.nodes, args.peers, mesh=mesh)
+    lab = plan(args.profile, profile, args.nodes, args.peers, mesh=mesh, site_name=site_name)
     lab['node_profiles'] = args.node_profiles or ''
     lab['unpinned'] = unpinned
     lab['dcgmi_seconds'] = dcgmi_seconds
@@ -180,8 +189,8 @@ def cmd_up(args):
         say('lab up failed; removing what was built')
         netns.teardown()
         raise
-    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s)%s%s'
-        % (time.time() - started, args.profile, args.nodes, args.peers, ', unpinned' if unpinned else '',
+    say('lab up in %.1f s: profile %s, %d new node(s), %d peer(s), %s site%s%s'
+        % (time.time() - started, args.profile, args.nodes, args.peers, site_name, ', unpinned' if unpinned else '',
            ', nodes meshed' if mesh else ''))
     print_access(lab)
     return 0
@@ -222,6 +231,8 @@ def build(lab, profile, hardware, node_profiles=None):
         netns.add_docker_bridge(host)
     for link in lab['links'] + lab.get('mesh_links', []):
         netns.add_fabric_link(link)
+    if lab.get('site') == 'real':
+        build_site(lab, profile, node_profiles or {})
     for host in lab['order']:
         info = lab['hosts'][host]
         host_info = peers_info(lab, host)
@@ -246,13 +257,38 @@ def build(lab, profile, hardware, node_profiles=None):
     inventory.write(lab)
 
 
+def build_site(lab, profile, node_profiles):
+    """A real site (site.py): the management network shaped and the default route; with rails, a switch per rail and the
+    storage and front-end networks, and every host's ports (lab['hosts'][host]['ports'])."""
+    profiles = _profiles()
+    for host in lab['order']:
+        netns.shape_management(host, site.MGMT_GATEWAY, site.MGMT_RATE)
+    if not lab.get('rails'):
+        return
+    for index, host in enumerate(lab['order'], start=1):
+        info = lab['hosts'][host]
+        hw = profiles.resolve_role(node_profiles.get(host, profile), info['role'])
+        nics = site.host_nics(hw, len(hw['nics']))
+        info['ports'] = site.host_ports(index, info['role'], nics, len(hw['nics']))
+        info['host_index'] = index
+    bridges = sorted(set(port['bridge'] for info in lab['hosts'].values() for port in info['ports'] if port['bridge']))
+    for name in bridges:
+        netns.create_switch(name)
+    for host in lab['order']:
+        info = lab['hosts'][host]
+        for port_index, port in enumerate(info['ports']):
+            netns.add_site_port(host, info['host_index'], port_index, port)
+    save_lab(lab)
+
+
 def summarize_state(state):
     """A few facts of the materialized hardware for lab.json/status (state.json stays the source of truth)."""
     if not isinstance(state, dict):
         return {}
     nics = state.get('nics') or []
     return {'nics': [nic.get('name') for nic in nics if isinstance(nic, dict)],
-            'netdevs': [nic.get('netdev') for nic in nics if isinstance(nic, dict)]}
+            'netdevs': [nic.get('netdev') for nic in nics if isinstance(nic, dict)],
+            'live': [nic.get('name') for nic in nics if isinstance(nic, dict) and nic.get('state', 'ACTIVE') == 'ACTIVE']}
 
 
 def print_access(lab):
@@ -283,14 +319,18 @@ def cmd_down(args):
     return 0
 
 
+def _fabric_ifnames(lab, host):
+    """The host's fabric netdevs: its rail ports on a real site, else its end of each node-peer link."""
+    if lab.get('rails'):
+        return [port['netdev'] for port in lab['hosts'][host].get('ports') or [] if port['kind'] == 'rail']
+    return [link['node_if'] if link['node'] == host else link['peer_if'] for link in lab['links'] if host in (link['node'], link['peer'])]
+
+
 def host_status(lab, host):
     info = lab['hosts'][host]
     exists = info['netns'] in netns.lab_namespaces()
     links = []
-    for link in lab['links']:
-        if host not in (link['node'], link['peer']):
-            continue
-        ifname = link['node_if'] if link['node'] == host else link['peer_if']
+    for ifname in _fabric_ifnames(lab, host):
         state = netns.link_info(host, ifname) if exists else None
         if state is None:
             links.append({'ifname': ifname, 'up': False, 'mtu': None, 'qdisc': None})
@@ -316,8 +356,8 @@ def cmd_status(args):
         say(json.dumps({'up': lab.get('status') == 'up', 'profile': lab['profile'], 'tier': lab['tier'],
                         'hosts': rows, 'faults': lab.get('faults', [])}, indent=2))
         return 0
-    say('profile %s (tier %s), %d new node(s), %d peer(s), status %s' % (
-        lab['profile'], lab['tier'], lab['nodes'], lab['peers'], lab.get('status')))
+    say('profile %s (tier %s), %d new node(s), %d peer(s), %s site, status %s' % (
+        lab['profile'], lab['tier'], lab['nodes'], lab['peers'], lab.get('site', 'ideal'), lab.get('status')))
     say('%-8s %-5s %-13s %-5s %-5s %-44s %s' % ('HOST', 'ROLE', 'MGMT_IP', 'MGMT', 'SSHD', 'FABRIC (link state/mtu/qdisc)', 'FAULTS'))
     for row in rows:
         fabric = ' '.join('%s:%s/%s/%s' % (entry['ifname'], 'up' if entry['up'] else 'DOWN', entry['mtu'], entry['qdisc'])
@@ -329,8 +369,19 @@ def cmd_status(args):
 
 
 def _node_link(lab, node):
+    """The node's link to its peer that a fault acts on: on a real site the node's first addressed rail (the one its IP
+    tests ride) and the peer's port on that rail, with the root-namespace ends of both ports; else their node-peer link."""
     peer = lab['hosts'][node]['peer']
-    return [link for link in lab['links'] if link['node'] == node and link['peer'] == peer][0]
+    if not lab.get('rails'):
+        return [link for link in lab['links'] if link['node'] == node and link['peer'] == peer][0]
+    node_info, peer_info = lab['hosts'][node], lab['hosts'][peer]
+    rails = [(i, p) for i, p in enumerate(node_info['ports']) if p['kind'] == 'rail']
+    index, port = ([(i, p) for i, p in rails if p['ip']] or rails)[0]
+    peer_index, peer_port = [(i, p) for i, p in enumerate(peer_info['ports']) if p['rail'] == port['rail']][0]
+    return {'node': node, 'peer': peer, 'node_if': port['netdev'], 'peer_if': peer_port['netdev'], 'node_ip': port['ip'],
+            'peer_ip': peer_port['ip'], 'rail': port['rail'], 'mtu': port['mtu'],
+            'node_root': netns.port_root_name(node_info['host_index'], index),
+            'peer_root': netns.port_root_name(peer_info['host_index'], peer_index)}
 
 
 def cmd_fault(args):
@@ -370,7 +421,11 @@ def cmd_sim_record(args):
     import tempfile  # pylint: disable=import-outside-toplevel
     import yaml  # pylint: disable=import-outside-toplevel
     from . import sim  # pylint: disable=import-outside-toplevel
-    rc = cmd_up(argparse.Namespace(profile=args.profile, node_profiles='', nodes=2, peers=1, dcgmi_seconds=None, unpinned=False, mesh=False))
+    # The ideal site: the simulated fleet gives each host one fabric address and carries it into the recorded answers,
+    # where a real site's boxes answer with an address per rail (the controller's work, which the simulation measures,
+    # is the same on both).
+    rc = cmd_up(argparse.Namespace(profile=args.profile, node_profiles='', nodes=2, peers=1, dcgmi_seconds=None, unpinned=False,
+                                   mesh=False, site='ideal'))
     if rc:
         return rc
     work = tempfile.mkdtemp(prefix='netval-sim-record-')
@@ -417,6 +472,9 @@ def parser():
     sub = top.add_subparsers(dest='command', required=True)
     up = sub.add_parser('up', help='build the lab (idempotent)')
     up.add_argument('--profile', default='healthy-400g', help='lab/profiles/<name>.yml (default healthy-400g)')
+    up.add_argument('--site', choices=site.SITES, default=site.DEFAULT_SITE,
+                    help='real (default): rails on switches, storage and front-end NICs, IPoIB MTUs, nodes addressed on some '
+                         'rails, a 1 Gbit/s management network as the default route; ideal: the lab\'s first boxes')
     up.add_argument('--node-profiles', default='',
                     help='per-host profiles of the same tier, e.g. node02=gen4-nic0,peer02=peer-rail-degraded (a peer gets its peer: section)')
     up.add_argument('--nodes', type=int, default=2, help='new nodes, 1..%d (default 2)' % MAX_NODES)

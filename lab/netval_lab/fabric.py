@@ -90,6 +90,21 @@ def rail_rate_bytes(ifname):
     return min(rates) if rates else None
 
 
+def _process_identity(pid):
+    """(pid, start time in clock ticks) of a live process, or None: a pid alone is reused (pid_max is 32768 here)."""
+    try:
+        with open('/proc/%d/stat' % int(pid), encoding='utf-8') as handle:
+            return [int(pid), int(handle.read().rsplit(')', 1)[1].split()[19])]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _owners_gone(entry):
+    """Whether every process that opened this open session has exited (killed, as a real perftest's HCA is freed then)."""
+    owners = entry.get('owners')
+    return bool(owners) and all(_process_identity(pid) != [pid, start] for pid, start in owners)
+
+
 class Ledger(object):
     """The sessions one HCA carries, in a JSON file under its host's node dir, updated under an exclusive lock."""
 
@@ -114,6 +129,8 @@ class Ledger(object):
             keep = []
             retired = float(book.get('retired_bytes') or 0)
             for entry in sessions:
+                if entry.get('end') is None and _owners_gone(entry):
+                    entry['end'] = now
                 done = now - entry['end'] >= LEDGER_KEEP_S if entry.get('end') is not None else now - entry['start'] >= LEDGER_STALE_S
                 if done:
                     retired += _carried(entry, now)
@@ -132,12 +149,17 @@ class Ledger(object):
         """
         self.session = session or os.urandom(16).hex()
 
+        owner = _process_identity(os.getpid())
+
         def add(sessions, now):
             if not any(entry['id'] == self.session for entry in sessions):
-                sessions.append({'id': self.session, 'label': label, 'start': now, 'end': None, 'ends': 0, 'capacity': capacity})
+                sessions.append({'id': self.session, 'label': label, 'start': now, 'end': None, 'ends': 0, 'capacity': capacity,
+                                 'owners': []})
             for entry in sessions:
                 if entry['id'] == self.session:
                     entry['ends'] = entry.get('ends', 0) + 1
+                    if owner:
+                        entry.setdefault('owners', []).append(owner)
             return now
         return self._update(add)
 
@@ -155,7 +177,9 @@ class Ledger(object):
                     if entry['ends'] <= 0:
                         entry['end'] = now
                     start = entry['start']
-            return sum(1 for s in sessions if s['start'] <= now and (s['end'] if s['end'] is not None else now) >= start)
+            # A session that ended as this one began (a killed one found gone at this one's start) never shared it.
+            return sum(1 for s in sessions
+                       if s['id'] == mine or (s['start'] <= now and (s['end'] if s['end'] is not None else now) > start))
         return max(1, self._update(finish))
 
 

@@ -10,7 +10,7 @@ import collections
 import json
 import os
 
-from . import IPERF3_PORT, LAB_ROOT, PERFTEST_PORT, inventory, netns, node_dir
+from . import IPERF3_PORT, LAB_ROOT, PERFTEST_PORT, inventory, netns, node_dir, site
 
 # The management link of every lab host, inside its namespace (netns.add_mgmt_link): down, Ansible cannot reach it.
 MGMT_IF = 'mgmt0'
@@ -60,9 +60,14 @@ def state_nic(node, ifname):
     return nics[0] if nics and isinstance(nics[0], dict) else {}
 
 
-@real_fault('slow-link', "`tc qdisc replace ... root tbf rate 1gbit` on both ends of the node's rail")
+@real_fault('slow-link', "`tc qdisc replace ... root tbf rate 1gbit` on both ends of the node's rail (on a real site: the node's "
+                         "netdev on its first addressed rail and that port's switch end)")
 def _slow_link(target):
     netns.shape(target.node, target.link['node_if'], SLOW_LINK_RATE)
+    if target.lab.get('rails'):
+        # The node's cable on its rail: both directions of that port (its netdev and its switch port), whichever peer.
+        netns.shape_root(target.link['node_root'], SLOW_LINK_RATE)
+        return {'rate': SLOW_LINK_RATE, 'rail': target.link['rail'], 'netdev': target.link['node_if']}
     netns.shape(target.peer, target.link['peer_if'], SLOW_LINK_RATE)
     return {'rate': SLOW_LINK_RATE}
 
@@ -74,7 +79,7 @@ def _mtu_mismatch(target):
     # peer) is visible only to real packets, the jumbo ping of a validation.
     host, ifname = (target.peer, target.link['peer_if']) if target.side == 'peer' else (target.node, target.link['node_if'])
     set_fabric_mtu(host, ifname, MISMATCH_MTU)
-    mtu = {target.node: netns.FABRIC_MTU, target.peer: netns.FABRIC_MTU}
+    mtu = {target.node: target.link.get('mtu', netns.FABRIC_MTU), target.peer: target.link.get('mtu', netns.FABRIC_MTU)}
     mtu[host] = MISMATCH_MTU
     return {'mtu': mtu, 'side': target.side}
 
@@ -159,6 +164,47 @@ def _port_busy(target):
     return {'ports': ports, 'pid': netns.start_busy_ports(target.peer, ports)}
 
 
+def _site_rails(target, name):
+    if not target.lab.get('rails'):
+        raise netns.LabError('fault %s changes a real site\'s rail addresses: bring the lab up with --site real' % name)
+    return [port for port in target.lab['hosts'][target.node]['ports'] if port['kind'] == 'rail' and port['ip']]
+
+
+@real_fault('fabric-unaddressed', "a real site's node loses the IPv4 addresses of its rails (the inventory still names none): its IP "
+                                  "tests have no fabric address, never the management network's")
+def _fabric_unaddressed(target):
+    for port in _site_rails(target, 'fabric-unaddressed'):
+        netns.set_port_address(target.node, port['netdev'], None, port['prefix'])
+    return {}
+
+
+@real_fault('fabric-route-mgmt', "a real site's node keeps its rail addresses as /32s: no on-link route, so its route to the peer's rail "
+                                 "address leaves through the default route, the management network")
+def _fabric_route_mgmt(target):
+    for port in _site_rails(target, 'fabric-route-mgmt'):
+        netns.set_port_address(target.node, port['netdev'], port['ip'], 32)
+    return {}
+
+
+def _restore_site(lab):
+    """A real site as built: the management network shaped and the default route again (a link set down loses its routes),
+    and every rail port as planned: unshaped (its switch port too), its MTU, link state and address."""
+    if lab.get('site') != 'real':
+        return
+    for host in lab['order']:
+        netns.shape_management(host, site.MGMT_GATEWAY, site.MGMT_RATE)
+    for host in lab['order'] if lab.get('rails') else []:
+        info = lab['hosts'][host]
+        for index, port in enumerate(info['ports']):
+            if port['kind'] != 'rail':
+                continue
+            netns.unshape(host, port['netdev'])
+            netns.unshape_root(netns.port_root_name(info['host_index'], index))
+            set_fabric_mtu(host, port['netdev'], port['mtu'])
+            netns.set_link(host, port['netdev'], port['up'])
+            netns.set_port_address(host, port['netdev'], port['ip'], port['prefix'])
+
+
 def table():
     """Every fault, real then emulated: name -> Fault."""
     hardware = _hardware()
@@ -177,7 +223,8 @@ def _emulated_apply(emulated):
 
 
 def clear_all(lab):
-    """Undo every fault: the common steps (management and fabric links up at MTU 9000, unshaped; sshd restarted), each
+    """Undo every fault: the common steps (management and fabric links up at MTU 9000, unshaped; a real site's rails as
+    built; sshd restarted), each
     real fault's own clear, and the emulated hardware back to its profile where an emulated fault was applied."""
     for host in lab['order']:
         netns.set_link(host, MGMT_IF, True)
@@ -189,6 +236,7 @@ def clear_all(lab):
             netns.unshape(host, ifname)
             set_fabric_mtu(host, ifname, netns.FABRIC_MTU)
             netns.set_link(host, ifname, True)
+    _restore_site(lab)
     for host in lab['order']:
         if not netns.sshd_alive(host):
             lab['hosts'][host]['sshd_pid'] = netns.start_sshd(host)

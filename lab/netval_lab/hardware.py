@@ -20,7 +20,7 @@ import re
 import tempfile
 import time
 
-from . import profiles
+from . import profiles, site
 
 REPO_ROOT = profiles.REPO_ROOT
 LAB_PYTHONPATH = os.path.join(REPO_ROOT, 'lab')
@@ -157,6 +157,12 @@ def build_state(profile, host, role, lab_info):
     hw = profiles.resolve_role(profile, role)
     lab_info = lab_info or {}
     fabric = list(lab_info.get('fabric') or [])
+    ports = dict((port['name'], port) for port in lab_info.get('ports') or [])
+    if ports:
+        # A real site (site.py): the compute NICs, the front-end and storage NICs, each standing for a real port.
+        hw['nics'] = site.host_nics(hw, len(hw['nics']))
+        fabric = [{'netdev': port['netdev'], 'ip': port['ip'], 'prefix': port['prefix']}
+                  for port in lab_info['ports'] if port['kind'] == 'rail' and port['ip']]
     now = time.time()
     nics = []
     active = [nic['name'] for nic in hw['nics'] if nic['state'] == 'ACTIVE']
@@ -166,11 +172,28 @@ def build_state(profile, host, role, lab_info):
         nic['profile_netdev'] = nic['netdev']
         nic['netdev_real'] = False
         nic['fabric'] = None
-        if nic['name'] in active and active.index(nic['name']) < len(fabric):
+        nic.setdefault('role', 'compute')
+        port = ports.get(nic['name'])
+        if port:
+            nic['netdev'] = port['netdev']
+            nic['netdev_real'] = True
+            nic['netdev_mtu'] = port['mtu']
+            nic['fabric'] = {'netdev': port['netdev'], 'ip': port['ip'], 'prefix': port['prefix'], 'rail': port['rail'],
+                             'isolated': port['isolated'], 'kind': port['kind']}
+        elif not ports and nic['name'] in active and active.index(nic['name']) < len(fabric):
             link = fabric[active.index(nic['name'])]
             nic['netdev'] = link.get('netdev') or nic['netdev']
             nic['netdev_real'] = bool(link.get('netdev'))
             nic['fabric'] = link
+        elif not ports and fabric and nic['name'] in active and nic['link_layer'] == 'Ethernet':
+            # A live RoCE port beyond the box's cables (the two-box pair's second PCIe function of its one port): RoCE
+            # needs its IPv4 (its RoCE v2 GID), so it is addressed as its operator would, in a /30 of its own beside the
+            # cable's (the same host part, so node and peer share it); it has no real netdev here, and its data moves
+            # on the box's cable (one physical port), never on the management network its handshake crosses.
+            extra = active.index(nic['name']) - len(fabric)
+            cable = (fabric[0].get('ip') or '0.0.0.0').split('.')
+            nic['fabric'] = {'netdev': None, 'ip': '10.%d.%s.%s' % (249 - extra, cable[2], cable[3]), 'prefix': 30,
+                             'emulated_only': True, 'cable': fabric[0].get('netdev')}
         ident = (profile['name'], host, nic['name'])
         nic['node_guid'] = _guid('node', *ident)
         nic['sys_image_guid'] = nic['node_guid']
@@ -232,7 +255,7 @@ def build_state(profile, host, role, lab_info):
     return {
         'host': host, 'role': role, 'profile': profile['name'], 'tier': profile['tier'], 'created': now,
         'faults': [], 'nics': nics, 'gpus': gpus, 'host_hw': hw['host'], 'nccl': hw['nccl'], 'dcgmi': _dcgmi(hw['dcgmi'], lab_info),
-        'fabric': fabric, 'mgmt_ip': lab_info.get('mgmt_ip'),
+        'fabric': fabric, 'mgmt_ip': lab_info.get('mgmt_ip'), 'site': lab_info.get('site') or 'ideal',
         # Bridges whose ACS redirects peer-to-peer traffic (lspci ACSCtl ReqRedir+ CmpltRedir+ UpstreamFwd+).
         'acs_redirect': sorted(set(acs_on)),
     }
@@ -311,10 +334,11 @@ def _cmdline_drop(state):
             break
 
 
-@emulated_fault('pause-storm', 'every NIC receives PAUSE_STORM_RATE pause frames a second from now on')
+@emulated_fault('pause-storm', 'every cabled NIC receives PAUSE_STORM_RATE pause frames a second from now on')
 def _pause_storm(state):
     now = time.time()
-    for nic in state['nics']:
+    # A port without a link (the storage card's uncabled second port) receives no frames at all.
+    for nic in (n for n in state['nics'] if n.get('state', 'ACTIVE') == 'ACTIVE'):
         nic['pause_base'] = pause_counter(nic, now)
         nic['pause_epoch'] = now
         nic['pause_rate_per_s'] = PAUSE_STORM_RATE
@@ -484,10 +508,12 @@ def render_sys(root, state):
             atomic_write(os.path.join(port, 'gid_attrs', 'ndevs', str(gid['index'])),
                          (nic['netdev'] if nic['link_layer'] == 'Ethernet' else '') + '\n')
         for counter in ('symbol_error', 'link_error_recovery', 'link_downed', 'port_rcv_errors', 'port_xmit_discards',
-                        'port_rcv_remote_physical_errors', 'local_link_integrity_errors', 'excessive_buffer_overrun_errors'):
-            atomic_write(os.path.join(port, 'counters', counter), '0\n')
+                        'port_rcv_remote_physical_errors', 'local_link_integrity_errors', 'excessive_buffer_overrun_errors',
+                        'port_xmit_wait'):
+            atomic_write(os.path.join(port, 'counters', counter), '%d\n' % nic.get('counters', {}).get(counter, 0))
         net = os.path.join(dev, 'net', nic['netdev'])
-        # A NIC that stands for a fabric veth has the veth's jumbo MTU whatever its link layer (IPoIB would be 4092).
+        # A NIC that stands for an ideal site's fabric veth has the veth's jumbo MTU whatever its link layer; on a real site
+        # the port's own MTU (netdev_mtu: IPoIB 4092 or 2044, RoCE 9000).
         default_mtu = 9000 if nic.get('fabric') or nic['link_layer'] != 'InfiniBand' else 4092
         for key, value in (('mtu', nic.get('netdev_mtu') or default_mtu), ('address', nic['mac']),
                            ('operstate', 'up' if nic['state'] == 'ACTIVE' else 'down'),

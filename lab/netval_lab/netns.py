@@ -22,7 +22,9 @@ MGMT_GATEWAY = MGMT_PREFIX + '.1'
 FABRIC_MTU = 9000
 # Root-namespace link names the lab creates: the bridge, the bridge ports
 # (nvm-<host>), and temporary names of links on their way into a namespace.
-ROOT_LINK_PREFIXES = ('nvlab-', 'nvm-', 'nvi-', 'nvfa', 'nvfb')
+# On a real site (site.py) also a rail's, the storage and the front-end bridge's ports (nvr<host>-<port>) and the temporary
+# name of a port's inner end (nvq<host>-<port>).
+ROOT_LINK_PREFIXES = ('nvlab-', 'nvm-', 'nvi-', 'nvfa', 'nvfb', 'nvr', 'nvq')
 SSH_PATH = '/run/netval-lab/nodes/%s/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 
@@ -110,6 +112,55 @@ def create_bridge():
     if ' %s/24 ' % MGMT_GATEWAY not in proc.stdout:
         ip('addr', 'add', MGMT_GATEWAY + '/24', 'dev', BRIDGE)
     ip('link', 'set', 'dev', BRIDGE, 'up')
+
+
+def create_switch(name):
+    """A bridge in the root namespace standing for one switch (a rail's, the storage or the front-end network's); no address."""
+    if not link_exists(name):
+        ip('link', 'add', 'name', name, 'type', 'bridge')
+    ip('link', 'set', 'dev', name, 'up')
+
+
+def port_root_name(host_index, port_index):
+    """The root-namespace end of one port's veth (<= 15 characters)."""
+    return 'nvr%d-%d' % (host_index, port_index)
+
+
+def add_site_port(host, host_index, port_index, port):
+    """One NIC port of a real site: a veth whose inner end is the NIC's netdev in the host's namespace (its MTU, its address)
+    and whose root end is a port of the port's switch; a port that is not cabled has no switch, so its netdev has no carrier."""
+    outer, temp = port_root_name(host_index, port_index), 'nvq%d-%d' % (host_index, port_index)
+    if not link_exists(port['netdev'], host):
+        for name in (outer, temp):
+            if link_exists(name):
+                ip('link', 'del', 'dev', name)
+        ip('link', 'add', 'name', outer, 'type', 'veth', 'peer', 'name', temp)
+        ip('link', 'set', 'dev', temp, 'netns', netns_name(host))
+        ipn(host, 'link', 'set', 'dev', temp, 'name', port['netdev'])
+    ip('link', 'set', 'dev', outer, 'mtu', str(port['mtu']))
+    ipn(host, 'link', 'set', 'dev', port['netdev'], 'mtu', str(port['mtu']))
+    set_port_address(host, port['netdev'], port.get('ip'), port['prefix'])
+    ipn(host, 'link', 'set', 'dev', port['netdev'], 'up')
+    if port.get('bridge') and port.get('up', True):
+        ip('link', 'set', 'dev', outer, 'master', port['bridge'])
+        ip('link', 'set', 'dev', outer, 'up')
+    else:
+        ip('link', 'set', 'dev', outer, 'down')
+
+
+def set_port_address(host, netdev, address, prefix):
+    """A port's IPv4 address (and only it): ``address`` None leaves the netdev unaddressed."""
+    ipn(host, 'addr', 'flush', 'dev', netdev, check=False)
+    if address:
+        ipn(host, 'addr', 'add', '%s/%s' % (address, prefix), 'dev', netdev)
+
+
+def shape_management(host, gateway, rate):
+    """A real site's management network: the host's default route (via a gateway nobody answers, so a fallback to it
+    reaches no fabric address and nothing outside the lab) and 1 Gbit/s both ways on its management link."""
+    ipn(host, 'route', 'replace', 'default', 'via', gateway, 'dev', 'mgmt0')
+    shape(host, 'mgmt0', rate)
+    run(['tc', 'qdisc', 'replace', 'dev', 'nvm-' + host, 'root', 'tbf', 'rate', rate, 'burst', '256kb', 'latency', '50ms'])
 
 
 def create_namespace(host):
@@ -544,6 +595,15 @@ def shape(host, ifname, rate):
 
 def unshape(host, ifname):
     nsexec(host, ['tc', 'qdisc', 'del', 'dev', ifname, 'root'], check=False)
+
+
+def shape_root(ifname, rate):
+    """tbf on a root-namespace link: the switch port's egress, the other direction of a host's cable."""
+    run(['tc', 'qdisc', 'replace', 'dev', ifname, 'root', 'tbf', 'rate', rate, 'burst', '256kb', 'latency', '50ms'])
+
+
+def unshape_root(ifname):
+    run(['tc', 'qdisc', 'del', 'dev', ifname, 'root'], check=False)
 
 
 def set_mtu(host, ifname, mtu):

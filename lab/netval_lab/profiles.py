@@ -57,9 +57,15 @@ NIC_SPEC = {
     'cqe_compression': Enum('BALANCED', 'AGGRESSIVE'), 'rx_ring': int, 'channels': int,
     'bw_gbytes_s': NUMBER, 'gdr_bw_gbytes_s': NUMBER, 'lat_us': NUMBER, 'gid_index': int,
     'pause_rate_per_s': NUMBER, 'mtu': int,
+    # The netdev's MTU on a real site (site.py): IPoIB 4092 by default, 2044 where the site runs the smaller one.
+    'netdev_mtu': int,
+    # A bad cable on InfiniBand: the port's symbol_error counter grows by this much with every RDMA session it carries.
+    'symbol_errors_per_session': int,
     # ACS request/completion redirection on the switch ports between this NIC and its GPUDirect GPU (lspci ACSCtl).
     'acs_on_gpu_path': bool,
 }
+# mlx5's pre-set RX/TX ring maximum (the kernel's 1 << MLX5E_PARAMS_MAXIMUM_LOG_RQ_SIZE): no mlx5 netdev runs a larger ring.
+RING_MAX = 8192
 
 GPU_SPEC = {
     'count_expected': int, 'count_present': int, 'model': str, 'pci_device_id': str,
@@ -185,7 +191,7 @@ TIER_DEFAULTS = {
 }
 
 COMMON_NIC = {
-    'state': 'ACTIVE', 'phys_state': 'LinkUp', 'cqe_compression': 'BALANCED', 'rx_ring': 16384, 'channels': 64,
+    'state': 'ACTIVE', 'phys_state': 'LinkUp', 'cqe_compression': 'BALANCED', 'rx_ring': RING_MAX, 'channels': 64,
     'gid_index': 0, 'pause_rate_per_s': 0, 'mtu': 4096, 'acs_on_gpu_path': False,
 }
 COMMON_GPUS = {'xid_lines': [], 'driver_version': '550.127.08', 'cuda_version': '12.4',
@@ -211,8 +217,9 @@ DCGMI_TESTS = {
     'Stress': ['Targeted Stress', 'Targeted Power', 'Memory Bandwidth'],
 }
 
-# Which profile a peer of each tier is built from (peers are healthy machines).
+# Which profile a peer of each tier is built from (peers are healthy machines), by the rails' link layer.
 TIER_PEER_PROFILE = {'100G': 'healthy-100g', '400G': 'healthy-400g', '800G': 'healthy-800g'}
+ROCE_PEER_PROFILE = {'400G': 'healthy-400g-roce'}
 
 # The first NICs' PCI layout: (host bridge bus, NUMA node) per slot; NIC at bus+3, GPU at bus+4.
 SLOT_BASES = [0x17, 0x38, 0x49, 0x5a, 0x98, 0xb8, 0xc8, 0xd8, 0x07, 0x27, 0x67, 0x77, 0x87, 0xa7, 0xe7, 0xf0]
@@ -391,6 +398,8 @@ def complete_hardware(hw, tier, where):
         if nic['state'] != 'ACTIVE' and 'phys_state' not in named.get(name, {}):
             nic['phys_state'] = 'Disabled'
         nic['gdr_bw_gbytes_s'] = min(nic['gdr_bw_gbytes_s'], nic['bw_gbytes_s'])
+        if not 0 < nic['rx_ring'] <= RING_MAX:
+            raise ProfileError('%s: nics[%d].rx_ring: %d is not a ring an mlx5 netdev can run (1-%d)' % (where, index, nic['rx_ring'], RING_MAX))
         if not re.match(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$', nic['pci_address']):
             raise ProfileError('%s: nics[%d].pci_address: %r is not a PCI address like 0000:1a:00.0'
                                % (where, index, nic['pci_address']))
@@ -438,7 +447,8 @@ def resolve_role(profile, role):
         return copy.deepcopy(profile['hardware'])
     if role != 'peer':
         raise ProfileError('role must be new or peer, not %r' % (role,))
-    base_name = TIER_PEER_PROFILE.get(profile['tier'])
+    roce = (profile['hardware']['nics'] or [{}])[0].get('link_layer') == 'Ethernet'
+    base_name = (ROCE_PEER_PROFILE if roce else TIER_PEER_PROFILE).get(profile['tier'])
     if base_name and base_name in list_profiles():
         raw = load_profile(base_name)['raw_hardware']
     else:

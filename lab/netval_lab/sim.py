@@ -269,7 +269,13 @@ def answer(host, module, params):
     state = _state()
     role = state['hosts']['hosts'].get(host, {}).get('role', 'new')
     call = best_call(module, role, params)
-    pairs = _changes(call['params'], params, _names(call, host, params))
+    names = _names(call, host, params)
+    pairs = _changes(call['params'], params, names)
+    # The recorded hosts' fabric addresses (rdma_info's port addresses, a route's source) become the simulated hosts'.
+    for recorded_ip, recorded_host in sorted(state['recorded_addresses'].items()):
+        now = state['hosts']['hosts'].get(names.get(recorded_host))
+        if now and now.get('fabric_ip'):
+            pairs.setdefault(recorded_ip, now['fabric_ip'])
     texts = sorted(((str(k), str(v)) for k, v in pairs.items() if isinstance(k, str)), key=lambda kv: -len(kv[0]))
     result = _restamp(_carry(call['result'], dict((k, v) for k, v in pairs.items() if isinstance(k, int)), texts), time.time())
     if module == 'gpufleet.netval.preflight_info':
@@ -281,11 +287,16 @@ def answer(host, module, params):
     return result, planned_seconds(module, params) * state['scale']
 
 
+STAMPS = ('timestamp', 'counters_at')
+
+
 def _restamp(value, now):
-    """The recorded result with every epoch ``timestamp`` (nic_info's counter snapshots) the time of this answer: a real
-    host's second snapshot is later than its first; two answers from one recorded call would be the same instant."""
+    """The recorded result with every epoch ``timestamp`` (nic_info's counter snapshots) and ``counters_at`` (rdma_info's)
+    the time of this answer: a real host's second snapshot is later than its first; two answers from one recorded call
+    would be the same instant."""
     if isinstance(value, dict):
-        return dict((key, now if key == 'timestamp' and isinstance(item, float) else _restamp(item, now)) for key, item in value.items())
+        return dict((key, now if key in STAMPS and isinstance(item, (int, float)) and not isinstance(item, bool)
+                     else _restamp(item, now)) for key, item in value.items())
     if isinstance(value, list):
         return [_restamp(item, now) for item in value]
     return value

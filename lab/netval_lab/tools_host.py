@@ -4,6 +4,7 @@ Part of the netval lab's emulated tools (see tools.py); standard library only.
 """
 
 import calendar
+import json
 import os
 import random
 import re
@@ -237,16 +238,57 @@ def _ethtool_nic(state, dev):
     return None
 
 
+# mlx5's pre-set RX/TX ring maximum (1 << MLX5E_PARAMS_MAXIMUM_LOG_RQ_SIZE).
+RING_MAX = 8192
+
+
+def _set_ring(dev, settings):
+    """ethtool -G DEV rx N [tx N]: the kernel refuses a ring above the pre-set maximum (ethtool exits 81), else the NIC
+    runs the new ring from now on (state.json and state.base.json: it is configuration, not a fault)."""
+    if len(settings) % 2 or not settings:
+        sys.stderr.write('ethtool: bad command line argument(s)\nFor more information run ethtool -h\n')
+        return 1
+    wanted = {}
+    for key, value in zip(settings[0::2], settings[1::2]):
+        if key not in ('rx', 'tx', 'rx-mini', 'rx-jumbo') or not value.isdigit():
+            sys.stderr.write('ethtool (-G): invalid value \'%s\' for parameter \'%s\'\n' % (value, key))
+            return 1
+        wanted[key] = int(value)
+    if any(key in ('rx-mini', 'rx-jumbo') for key in wanted):
+        sys.stderr.write('netlink error: Operation not supported\n')
+        return 81
+    if any(value > RING_MAX for value in wanted.values()):
+        sys.stderr.write('netlink error: requested ring size exceeds maximum (offset 36)\nnetlink error: Invalid argument\n')
+        return 81
+    if 'rx' in wanted:
+        for name in ('state.json', 'state.base.json'):
+            path = os.path.join(node_dir(), name)
+            with open(path, encoding='utf-8') as handle:
+                saved = json.load(handle)
+            for entry in saved['nics']:
+                if entry['netdev'] == dev:
+                    entry['rx_ring'] = wanted['rx']
+            tmp = path + '.tmp-ring'
+            with open(tmp, 'w', encoding='utf-8') as handle:
+                json.dump(saved, handle, indent=1, sort_keys=True)
+                handle.write('\n')
+            os.replace(tmp, path)
+    return 0
+
+
 def tool_ethtool(state, args):
     real = '/usr/sbin/ethtool'
     emulated_options = ('-i', '--driver', '-g', '--show-ring', '-l', '--show-channels', '-S', '--statistics',
-                        '-a', '--show-pause')
+                        '-a', '--show-pause', '-G', '--set-ring')
     option = args[0] if args and args[0].startswith('-') else None
     dev = args[1] if option and len(args) > 1 else (args[0] if args and not option else None)
     nic = _ethtool_nic(state, dev) if dev else None
+    setting = option in ('-G', '--set-ring')
     if nic is None or (option is None and nic['netdev_real']) or (option and option not in emulated_options) \
-            or len(args) > (2 if option else 1):
+            or (len(args) > (2 if option else 1) and not setting):
         os.execv(real, ['ethtool'] + list(args))
+    if setting:
+        return _set_ring(dev, list(args[2:]))
     ib = nic['link_layer'] == 'InfiniBand'
     if option is None:
         out('Settings for %s:' % dev)
@@ -288,11 +330,12 @@ def tool_ethtool(state, args):
     if option in ('-g', '--show-ring'):
         out('Ring parameters for %s:' % dev)
         out('Pre-set maximums:')
-        for name, value in (('RX:\t\t\t', 8192), ('RX Mini:\t\tn/a', None), ('RX Jumbo:\t\tn/a', None), ('TX:\t\t\t', 8192)):
+        for name, value in (('RX:\t\t\t', RING_MAX), ('RX Mini:\t\tn/a', None), ('RX Jumbo:\t\tn/a', None), ('TX:\t\t\t', RING_MAX)):
             out(name + ('' if value is None else str(value)))
         out('Current hardware settings:')
-        for name, value in (('RX:\t\t\t', nic['rx_ring']), ('RX Mini:\t\tn/a', None), ('RX Jumbo:\t\tn/a', None),
-                            ('TX:\t\t\t', nic['rx_ring'])):
+        # Never above the maximum: the kernel refuses such a ring (-G above).
+        ring = min(nic['rx_ring'], RING_MAX)
+        for name, value in (('RX:\t\t\t', ring), ('RX Mini:\t\tn/a', None), ('RX Jumbo:\t\tn/a', None), ('TX:\t\t\t', ring)):
             out(name + ('' if value is None else str(value)))
         out('RX Buf Len:\t\tn/a')
         out('CQE Size:\t\tn/a')
@@ -338,6 +381,9 @@ def tool_ethtool(state, args):
              ('rx_prio3_pause', pause), ('rx_prio3_pause_duration', pause * 2), ('tx_prio3_pause', pause),
              ('tx_prio3_pause_duration', pause * 2), ('rx_prio3_pause_transition', pause // 2), ('module_unplug', 0),
              ('module_bus_stuck', 0), ('module_high_temp', 0), ('module_bad_shorted', 0)]
+    if ib and nic.get('netdev_real') and state.get('site') == 'real':
+        # An IPoIB netdev counts its own packets; InfiniBand has no pause frames, no priorities, no Ethernet PHY counters.
+        stats = list(stats[:14])
     out('NIC statistics:')
     for key, value in stats:
         out('     %s: %d' % (key, value))

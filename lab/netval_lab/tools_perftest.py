@@ -1,8 +1,15 @@
 """perftest (ib_*_bw, ib_*_lat): real TCP between server and client; what they print comes from fabric.py.
 
+As real perftest does, the TCP connection only carries the handshake: the data moves on the rail of the device each end
+is given (``-d``; on RoCE the GID ``-x`` names its address), so a session is as fast as both devices' rails allow,
+whatever address the handshake used.  Client and server negotiate their test options first (perftest 6.28+) and refuse
+a mismatch; two devices on different rails of a rail-isolated RoCE fabric (one subnet and switch per rail) cannot bring
+their queue pairs up.
+
 Part of the netval lab's emulated tools (see tools.py); standard library only.
 """
 
+import fcntl
 import json
 import os
 import random
@@ -110,7 +117,7 @@ def tool_perftest(state, tool, args):
               'sweep': '-a' in opts['flags'] or '--all' in opts['flags'],
               'gbits': '--report_gbits' in opts['flags'], 'bidir': '-b' in opts['flags'] or '--bidirectional' in opts['flags'],
               'cuda': cuda, 'gid_index': _opt(opts, '-x', '--gid-index'), 'rdma_cm': '-R' in opts['flags'],
-              'gpu_request': gpu_request}
+              'tclass': _opt(opts, '--tclass', '-T', '--tos'), 'gpu_request': gpu_request}
     if opts['host'] is None:
         return _perftest_server(state, nic, params, port)
     return _perftest_client(state, nic, params, opts['host'], port)
@@ -126,6 +133,51 @@ def _parse_size(text):
 def _local_fabric_ip(nic, state):
     link = nic.get('fabric') or (state['fabric'][0] if state.get('fabric') else {})
     return link.get('ip') or '127.0.0.1'
+
+
+# The options perftest 6.28+ compares between client and server before a test (negotiate_params), as it names them.
+NEGOTIATED = (('sweep', 'test_method', {False: 'RUN_REGULAR', True: 'RUN_ALL'}), ('duration', 'test_type', None),
+              ('gbits', 'report_fmt', {False: 'MBS', True: 'GBS'}), ('size', 'size', None), ('iters', 'iters', None),
+              ('qps', 'num_of_qps', None), ('rdma_cm', 'use_rdma_cm', {False: 'OFF', True: 'ON'}))
+
+
+def _mismatch(mine, theirs):
+    """perftest's line for the first negotiated option that differs (its own words), or None."""
+    for key, name, words in NEGOTIATED:
+        local, remote = mine.get(key), theirs.get(key)
+        if key == 'duration':
+            if bool(local) != bool(remote):
+                return ' test_type mismatch: local=%s, remote=%s' % ('DURATION' if local else 'ITERATIONS', 'DURATION' if remote else 'ITERATIONS')
+            if local and int(local) != int(remote):
+                return ' duration mismatch: local=%d, remote=%d' % (int(local), int(remote))
+            continue
+        if local != remote:
+            if words:
+                return ' %s mismatch: local=%s, remote=%s' % (name, words[bool(local)], words[bool(remote)])
+            return ' %s mismatch: local=%s, remote=%s' % (name, local, remote)
+    return None
+
+
+def _rail(nic):
+    """(rail, netdev, isolated) the device moves its data on: its own port's on a real site, else None."""
+    link = nic.get('fabric') or {}
+    if not nic.get('netdev_real') or 'rail' not in link:
+        return None, None, False
+    return link.get('rail'), link.get('netdev'), bool(link.get('isolated'))
+
+
+def _unreachable(nic, remote):
+    """Why this device's QP cannot reach the remote one (None when it can): another link layer, or another rail of a
+    rail-isolated RoCE fabric."""
+    if remote.get('link_layer') and remote['link_layer'] != nic['link_layer']:
+        return 'link layer %s against %s' % (nic['link_layer'], remote['link_layer'])
+    rail, _netdev, isolated = _rail(nic)
+    if isolated and remote.get('rail') is not None and rail is not None and remote['rail'] != rail:
+        return 'rail %s against rail %s of a rail-isolated fabric' % (rail, remote['rail'])
+    return None
+
+
+QP_FAILURE = [' Failed to modify QP 0x%06x to RTR', ' Unable to Connect the HCA\'s through the link']
 
 
 def _perftest_header(state, nic, params, server, cuda_lines):
@@ -266,6 +318,16 @@ def _perftest_server(state, nic, params, port):
             hello = _recv_line(conn, 30)
             if not hello or hello.get('tool') != params['tool']:
                 return _perftest_error([' Failed to exchange data between server and clients'])
+            mismatch = _mismatch(params, hello.get('params') or {})
+            if mismatch:
+                _send_line(conn, {'ok': False, 'refused': 'negotiate',
+                                  'params': dict((key, params[key]) for key, _name, _words in NEGOTIATED)})
+                return _perftest_error([mismatch, ' Failed to negotiate parameters'])
+            why = _unreachable(nic, hello.get('device') or {})
+            if why:
+                _send_line(conn, {'ok': False, 'refused': 'rtr', 'device': _device(nic)})
+                return _perftest_error([QP_FAILURE[0] % random.randint(0x100, 0xffff), QP_FAILURE[1],
+                                        ' (netval lab: %s)' % why])
             local = _endpoint_info(nic)
             mine = _open_session(nic, conn.getsockname()[0], '%s server port %d' % (params['tool'], port), params, hello.get('session'))
             _send_line(conn, {'ok': True, 'info': local, 'ip': _local_fabric_ip(nic, state), 'capacity': mine['hca'][0],
@@ -280,8 +342,6 @@ def _perftest_server(state, nic, params, port):
             _close_session(mine)
     if not done:
         return _perftest_error([' Failed to exchange data between server and clients'])
-    for key in ('sweep', 'size', 'iters', 'duration', 'bidir', 'gbits', 'qps'):
-        params[key] = hello['params'].get(key, params[key])
     lines = cuda + _perftest_header(state, nic, params, True, [])
     lines += _address_lines(nic, local, hello['info'], _local_fabric_ip(nic, state), peer[0])
     if params['tool'].endswith('_bw'):
@@ -297,21 +357,55 @@ def _own_latency(nic, params):
 
 
 def _open_session(nic, local_address, label, params, session_id):
-    """Enter this session in the ledgers of this end's HCA and rail (both kept under this host's node dir)."""
-    rail = fabric.rail_of(local_address)
+    """Enter this session in the ledgers of this end's HCA and rail (both kept under this host's node dir).
+
+    The rail is the device's own port on a real site (its tc shaping limits the session), else the device's cable on the
+    ideal site (one per node and peer), else, for a NIC the ideal site only emulates, the interface the handshake left
+    through.  The handshake goes to the box's management address, as on a real site: it never decides the data's rail.
+    """
+    link = nic.get('fabric') or {}
+    cable = link.get('netdev') if nic.get('netdev_real') else link.get('cable')
+    rail = _rail(nic)[1] or cable or fabric.rail_of(local_address)
     capacity = fabric.hca_capacity_bytes(nic, params['cuda'] is not None) * params.get('gdr_factor', 1.0)
     session = {'hca': (capacity, fabric.Ledger(node_dir(), nic['name'])),
                'rail': (fabric.rail_rate_bytes(rail), fabric.Ledger(node_dir(), 'rail-%s' % (rail or 'unknown')))}
     for capacity, ledger in session.values():
         ledger.open(label, session_id, capacity)
+    session['nic'] = nic
     return session
+
+
+def _count_symbol_errors(nic):
+    """A bad InfiniBand cable (profile symbol_errors_per_session): the port's symbol_error counter grows with the session."""
+    grow = int(nic.get('symbol_errors_per_session') or 0)
+    if not grow or nic['link_layer'] != 'InfiniBand':
+        return
+    path = os.path.join(node_dir(), 'sys', 'class', 'infiniband', nic['name'], 'ports', '1', 'counters', 'symbol_error')
+    try:
+        with open(path, 'r+', encoding='utf-8') as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            value = int(handle.read().strip() or 0) + grow
+            handle.seek(0)
+            handle.truncate()
+            handle.write('%d\n' % value)
+    except (OSError, ValueError):
+        pass
 
 
 def _close_session(session):
     """[(capacity, overlapping sessions)] of this end's HCA and rail, to combine with the other end's.  Closing twice is harmless."""
     if session is None:
         return []
+    if not session.get('closed'):
+        session['closed'] = True
+        _count_symbol_errors(session['nic'])
     return [[capacity, ledger.close()] for capacity, ledger in (session['hca'], session['rail'])]
+
+
+def _device(nic):
+    """What the handshake tells the other end about this end's device: its link layer and rail."""
+    rail, netdev, isolated = _rail(nic)
+    return {'name': nic['name'], 'link_layer': nic['link_layer'], 'rail': rail, 'netdev': netdev, 'isolated': isolated}
 
 
 def _perftest_client(state, nic, params, host, port):
@@ -330,8 +424,16 @@ def _perftest_client(state, nic, params, host, port):
             session_id = uuid.uuid4().hex
             mine = _open_session(nic, sock.getsockname()[0], '%s client to %s:%d' % (params['tool'], host, port), params, session_id)
             _send_line(sock, {'tool': params['tool'], 'session': session_id, 'info': local, 'capacity': mine['hca'][0], 'lat': _own_latency(nic, params),
-                              'params': {key: params[key] for key in ('sweep', 'size', 'iters', 'duration', 'bidir', 'gbits', 'qps')}})
+                              'device': _device(nic),
+                              'params': {key: params[key] for key in ('sweep', 'size', 'iters', 'duration', 'bidir', 'gbits', 'qps',
+                                                                      'rdma_cm')}})
             reply = _recv_line(sock, 30)
+            if reply and reply.get('refused') == 'negotiate':
+                return _perftest_error([_mismatch(params, reply.get('params') or {}) or ' options differ from the server\'s',
+                                        ' Failed to negotiate parameters'])
+            if reply and reply.get('refused') == 'rtr':
+                return _perftest_error([QP_FAILURE[0] % random.randint(0x100, 0xffff), QP_FAILURE[1],
+                                        ' (netval lab: %s)' % (_unreachable(nic, reply.get('device') or {}) or 'the remote QP is unreachable')])
             if not reply or not reply.get('ok'):
                 raise ValueError('no reply')
             if params['duration']:

@@ -26,12 +26,25 @@ options:
     description: The resolved tier profile (C(netval_profile)).
     type: dict
     required: true
+  devices:
+    description:
+      - The node's compute rails by RDMA device name (inventory C(netval_rdma_devices)); empty lets the profile's
+        C(nics.select) (link layer, rate, netdev pattern) choose them.
+      - Only the rails are graded; every other RDMA port is an C(info) finding (C(rail_selection)), recorded and never held
+        against the node.
+    type: list
+    elements: str
+    default: []
 '''
 
 EXAMPLES = r'''
 - name: Grade preflight facts
   ansible.builtin.set_fact:
     findings: "{{ {'rdma': rdma_result, 'host': host_result} | gpufleet.netval.preflight_findings(netval_profile) }}"
+
+- name: Grade only the rails the inventory names
+  ansible.builtin.set_fact:
+    findings: "{{ node_reads | gpufleet.netval.preflight_findings(netval_profile, ['mlx5_0', 'mlx5_1']) }}"
 '''
 
 RETURN = r'''
@@ -46,11 +59,13 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.preflight import preflight_errors, preflight_findings
 
 
-def _preflight_findings(facts, profile):
+def _preflight_findings(facts, profile, devices=None):
     errors = preflight_errors(profile)
+    if devices is not None and (not isinstance(devices, list) or not all(isinstance(d, str) for d in devices)):
+        errors.append('devices (netval_rdma_devices) must be a list of RDMA device names, got %r' % (devices,))
     if errors:
         raise AnsibleFilterError('preflight_findings: %s' % '; '.join(errors))
-    return preflight_findings(facts or {}, profile)
+    return preflight_findings(facts or {}, profile, devices or None)
 
 
 class FilterModule(object):

@@ -27,12 +27,24 @@ options:
     description: The node's resolved tier profile.
     type: dict
     required: true
+  devices:
+    description:
+      - Per peer, its compute rails by RDMA device name (the peer's inventory C(netval_rdma_devices)); a peer without an
+        entry has its rails chosen by the profile's C(nics.select), as a node's are.
+    type: dict
+    default: {}
 '''
 
 EXAMPLES = r'''
 - name: Qualify the peers for this node's tier
   ansible.builtin.set_fact:
     peer_qualification: "{{ peer_reads.results | gpufleet.netval.qualify_peers(tier_profile_resolved) }}"
+
+- name: The same, where a peer names its own rails (netval_rdma_devices)
+  ansible.builtin.set_fact:
+    peer_qualification: >-
+      {{ peer_reads.results | gpufleet.netval.qualify_peers(tier_profile_resolved,
+                                                            {'peer01': ['mlx5_0', 'mlx5_1', 'mlx5_4', 'mlx5_5']}) }}
 '''
 
 RETURN = r'''
@@ -41,17 +53,24 @@ _value:
   type: dict
 '''
 
+from collections.abc import Mapping, Sequence
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.peer_policy import qualify_peers
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.preflight import preflight_errors
 
 
-def _qualify_peers(results, profile):
+def _qualify_peers(results, profile, devices=None):
     errors = preflight_errors(profile)
+    if devices is not None and not isinstance(devices, Mapping):
+        errors.append('devices must map a peer to its RDMA device names (netval_rdma_devices), got %r' % (devices,))
+    for peer, names in sorted((devices or {}).items() if isinstance(devices, Mapping) else []):
+        if names is not None and (isinstance(names, (str, bytes)) or not isinstance(names, Sequence)):
+            errors.append('devices[%s] (its netval_rdma_devices) must be a list of RDMA device names, got %r' % (peer, names))
     if errors:
         raise AnsibleFilterError('qualify_peers: %s' % '; '.join(errors))
-    return qualify_peers(results, profile)
+    return qualify_peers(results, profile, devices)
 
 
 class FilterModule(object):

@@ -42,6 +42,9 @@ ERROR_CLASSES = {
     'server_failed': (SIDE_UNKNOWN, 'the server exited or never got ready: read output and msg'),
     'peer_unreachable': (SIDE_UNKNOWN, 'no route to the peer: check both ends\' links, addresses and routes'),
     'no_route': (SIDE_UNKNOWN, 'no route to the peer: check both ends\' links, addresses and routes'),
+    'wrong_route': (SIDE_HOST, 'the route to the peer\'s rail address leaves through another interface than the tested rail '
+                               '(often the management network): check the rail\'s address and prefix (a /32 has no on-link route) '
+                               'and the routing table'),
     'no_interface': (SIDE_OURS, 'the interface named in the options does not exist on this host: check the option'),
     'bad_mtu': (SIDE_HOST, 'the interface MTU is unreadable or too small: check the interface configuration'),
     'jumbo_failed': (SIDE_HOST, 'full-size frames did not make it: check the MTU on both NICs and on the switch ports'),

@@ -20,6 +20,9 @@ description:
     that already exited, or whose pid now belongs to another process, counts as stopped (RV(server_state) says which).
   - With O(role=client), runs C(iperf3 -c) against a server and returns the measured throughput taken from the receiver's side,
     retransmits, UDP loss, per-stream figures, the slowest interval and CPU load.
+  - With O(sessions), one call starts, runs or stops several iperf3 processes at once, each on its own port (and core);
+    the servers side by side, the clients all at the same moment, their receiver figures summed in RV(received_bps). Before
+    iperf3 3.16 one process runs every stream in one thread, which tops out far below a 100-400 Gb/s link.
   - Rates are in bits per second, decimal (1 Gbit/s = 1e9 bits/s), as iperf3 reports them.
   - A failure names the host, the command line and its class in RV(error_class) (V(connect_refused), V(no_route), V(server_busy),
     V(timeout), V(iperf3_error), V(tool_failed), V(parse_error), V(port_in_use), V(server_failed), V(tool_missing),
@@ -45,6 +48,23 @@ options:
   bind:
     description: Local IP address to bind to (C(-B)), to test one NIC of a multi-NIC node.
     type: str
+  affinity:
+    description:
+      - The CPU core to pin the iperf3 process to (C(-A)), for example one on the NIC's NUMA node.
+      - A core this host does not let the module's processes run on (outside its CPU affinity mask, or past its last CPU,
+        where iperf3 would fail with C(unable to set CPU affinity)) is not used; the process runs unpinned, says so in
+        RV(affinity_note) and warns.
+    type: int
+  sessions:
+    description:
+      - Several iperf3 processes in one call, each a dict with C(id) (a name for it), C(port) and optionally C(bind) and
+        C(affinity), in place of O(port), O(bind) and O(affinity); every other option is shared.
+      - With O(role=server) and O(state=started), one server per entry, returned in RV(servers); pass those entries as they are
+        with O(state=stopped) to stop them all.
+      - With O(role=client), one client per entry, all started at the same moment; RV(clients) lists each one's result and
+        RV(received_bps) is their sum. A client that fails fails the call, naming it.
+    type: list
+    elements: dict
   pid:
     description: Process id returned by O(state=started), for O(state=stopped).
     type: int
@@ -216,6 +236,27 @@ min_interval_gbps:
   description: RV(min_interval_bps) in Gbit/s (1e9), rounded to 3 decimals.
   returned: role=client
   type: float
+servers:
+  description:
+    - With O(sessions) and O(role=server), one entry per session (C(id), C(port), C(cmd), C(pid), C(start_time), C(exe), C(log_path)
+      when started; with O(state=stopped) what the stop found and the server's C(output)).
+  returned: role=server with sessions
+  type: list
+  elements: dict
+clients:
+  description:
+    - With O(sessions) and O(role=client), each client's result (C(id), C(port), C(cmd), C(received_bps), C(sent_bps),
+      C(retransmits), C(cpu), C(stdout), C(affinity_note)...) in the order of O(sessions).
+  returned: role=client with sessions
+  type: list
+  elements: dict
+affinity_note:
+  description:
+    - Why the process ran unpinned although O(affinity) named a core (the core is not one this host lets it run on);
+      absent when it ran as asked. With O(sessions), in each entry of RV(servers) or RV(clients).
+  returned: when O(affinity) named a core that could not be used
+  type: str
+  sample: core 48 is not one this host lets the process run on (allowed 0-1); it ran unpinned
 protocol:
   description: V(tcp) or V(udp), as iperf3 reported it.
   returned: role=client
@@ -298,6 +339,7 @@ output:
   type: str
 '''
 
+import concurrent.futures
 import os
 import re
 
@@ -314,16 +356,47 @@ _BANDWIDTH_RE = re.compile(r'\d+(?:\.\d+)?[KMGTkmgt]?(?:/\d+)?')
 SERVER_DEFAULT_DEADLINE = 3600
 
 
-def validate(module):
+SESSION_KEYS = ('id', 'port', 'bind', 'affinity', 'pid', 'start_time', 'exe', 'log_path')
+
+
+def _checked_session_params(module):
+    """Each session's params (the shared options with its own port, bind, affinity and server identity), and the problems."""
     params = module.params
-    if params['role'] == 'server' and params['state'] == 'stopped':
-        # A stop must never fail the host: its options are checked where they are used (stop).
-        return
+    problems = []
+    merged = []
+    for index, session in enumerate(params['sessions'] or []):
+        if not isinstance(session, dict):
+            problems.append('sessions[%d] must be a dict with id and port, got %r' % (index, session))
+            continue
+        unknown = sorted(set(session) - set(SESSION_KEYS))
+        if unknown and not (params['role'] == 'server' and params['state'] == 'stopped'):
+            problems.append('sessions[%d] has unknown key(s) %s (known: %s)' % (index, ', '.join(unknown), ', '.join(SESSION_KEYS)))
+        entry = dict(params, sessions=None)
+        for key in ('port', 'pid', 'affinity', 'start_time'):
+            if session.get(key) is not None:
+                try:
+                    entry[key] = int(session[key])
+                except (TypeError, ValueError):
+                    problems.append('sessions[%d].%s must be a whole number, got %r' % (index, key, session[key]))
+        for key in ('bind', 'exe', 'log_path'):
+            if session.get(key) is not None:
+                entry[key] = str(session[key])
+        entry['id'] = str(session.get('id') if session.get('id') is not None else index)
+        merged.append(entry)
+    ports = [entry['port'] for entry in merged]
+    if len(set(ports)) != len(ports) and not (params['role'] == 'server' and params['state'] == 'stopped'):
+        problems.append('sessions use a port twice: %s' % ', '.join(str(port) for port in ports))
+    return merged, problems
+
+
+def _problems(params):
     problems = checks.control_characters(params)
     if not 1 <= params['port'] <= 65535:
         problems.append('port must be 1-65535, got %s' % params['port'])
     if params['bind'] is not None:
         problems.append(checks.check_ip('bind', params['bind']))
+    if params.get('affinity') is not None and not 0 <= params['affinity'] <= 65535:
+        problems.append('affinity must be a CPU number 0-65535, got %s' % params['affinity'])
     problems.append(checks.check_timeout('timeout', params['timeout'], maximum=background.MAX_DEADLINE))
     if params['role'] == 'client':
         if not params['server']:
@@ -344,87 +417,232 @@ def validate(module):
     elif params['log_path'] is not None:
         problems.append('log_path is chosen by the module with state=started (a private directory under log_dir); '
                         'pass it only with state=stopped')
+    return problems
+
+
+def validate(module):
+    """The options, and each session's; returns the sessions' params (None without O(sessions))."""
+    params = module.params
+    sessions = None
+    problems = []
+    if params['sessions'] is not None:
+        sessions, problems = _checked_session_params(module)
+        if not sessions and not problems:
+            problems.append('sessions is empty: give one entry per iperf3 process')
+    if params['role'] == 'server' and params['state'] == 'stopped':
+        # A stop must never fail the host: its options are checked where they are used (stop).
+        return sessions
+    for index, entry in enumerate(sessions or []):
+        problems += ['sessions[%d] (%s): %s' % (index, entry['id'], problem) for problem in _problems(entry) if problem]
+    if sessions is None:
+        problems += _problems(params)
     checks.fail_if_invalid(module, 'iperf3', checks.problems_of(problems))
+    return sessions
+
+
+def allowed_cpus():
+    """The CPUs this process may run on (its affinity mask: cgroups, isolcpus, taskset), or None when unknown."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_ranges(cpus):
+    cpus = sorted(cpus)
+    ranges = []
+    for cpu in cpus:
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ','.join(str(a) if a == b else '%d-%d' % (a, b) for a, b in ranges)
+
+
+def usable_affinity(params):
+    """(params, note): the params without O(affinity) when the core is not one this host lets the process run on (iperf3
+    would fail: "unable to set CPU affinity"), with the sentence that says so; else as they are and None."""
+    core = params.get('affinity')
+    allowed = allowed_cpus() if core is not None else None
+    if core is None or allowed is None or core in allowed:
+        return params, None
+    return (dict(params, affinity=None),
+            'core %d is not one this host lets the process run on (allowed %s); it ran unpinned' % (core, _cpu_ranges(allowed)))
 
 
 def gbps(bps):
     return round(bps / 1e9, 3) if bps is not None else None
 
 
-def run_client(module, runner):
-    params = module.params
+def client_fields(runner, params, check_mode=False):
+    """(fields, failure) of one client run: ``failure`` is (error_class, detail) or None; ``fields`` the module's result."""
+    params, note = usable_affinity(params)
+    fields, failed = _client_fields(runner, params, check_mode)
+    if note:
+        fields['affinity_note'] = note
+    return fields, failed
+
+
+def _client_fields(runner, params, check_mode):
     args = build_iperf3_argv(params)
     timeout = params['timeout'] or params['duration'] + params['omit'] + 30
     binary = runner.find('iperf3')
     cmd = render_cmd([binary] + args)
-    if module.check_mode:
-        module.exit_json(changed=False, cmd=cmd, port=params['port'],
-                         msg='check mode: the iperf3 client test was not run', **SUCCESS)
+    if check_mode:
+        return dict(changed=False, cmd=cmd, port=params['port'], msg='check mode: the iperf3 client test was not run'), None
     result = runner.run('iperf3', args, timeout=timeout, check=False)
+    base = dict(result.as_dict(), port=params['port'], server=params['server'])
     if result.timed_out:
-        fail(module, result, 'timeout', 'did not finish within %s s (duration %s s); the server may be unreachable or stuck'
-             % (timeout, params['duration']))
+        return base, ('timeout', 'did not finish within %s s (duration %s s); the server may be unreachable or stuck'
+                      % (timeout, params['duration']))
     output = result.stdout if (result.stdout or '').strip() else result.stderr
     try:
         parsed = parse_iperf3(output or '')
     except ParseError as exc:
         if result.rc != 0:
-            fail(module, result, 'tool_failed', 'exited with rc=%s' % result.rc)
-        fail(module, result, 'parse_error', 'gave output that could not be parsed (%s)' % exc)
+            return base, ('tool_failed', 'exited with rc=%s' % result.rc)
+        return base, ('parse_error', 'gave output that could not be parsed (%s)' % exc)
     error = parsed['error']
     if error is None and result.rc != 0:
         # A text run prints its error on stderr while stdout may hold the start of the test.
         stderr_errors = [line for line in (result.stderr or '').splitlines() if line.startswith('iperf3: ')]
         error = stderr_errors[-1] if stderr_errors else None
     if error is not None:
-        fail(module, result, classify_iperf3_error(error), error)
+        return base, (classify_iperf3_error(error), error)
     if result.rc != 0:
-        fail(module, result, 'tool_failed', 'exited with rc=%s' % result.rc)
-    if parsed['received_bps'] is None:
-        module.warn('iperf3 output has no receiver figure; the result is unknown')
-    module.exit_json(
+        return base, ('tool_failed', 'exited with rc=%s' % result.rc)
+    return dict(
         changed=False, cmd=result.cmd, port=params['port'], server=params['server'],
         sent_bps=parsed['sent_bps'], received_bps=parsed['received_bps'], received_gbps=gbps(parsed['received_bps']),
         sent_gbps=gbps(parsed['sent_bps']), retransmits=parsed['retransmits'], lost_percent=parsed['lost_percent'],
         per_stream=parsed['per_stream'], intervals=parsed['intervals'], min_interval_bps=parsed['min_interval_bps'],
         min_interval_gbps=gbps(parsed['min_interval_bps']), cpu=parsed['cpu'], protocol=parsed['protocol'],
         streams=parsed['streams'], duration_s=parsed['duration_s'], reverse=parsed['reverse'], result=parsed,
-        stdout=result.stdout, **SUCCESS
-    )
+        stdout=result.stdout), None
 
 
-def fail(module, result, error_class, detail):
-    fields = result.as_dict()
+def fail_fields(module, fields, error_class, detail):
+    fields = dict(fields)
+    fields.pop('changed', None)
     fields.update(failure(error_class))
-    module.fail_json(msg='%s: `%s` failed (%s): %s; %s' % (hostname(), result.cmd, error_class, detail, fields['error_hint']), **fields)
+    module.fail_json(msg='%s: `%s` failed (%s): %s; %s' % (hostname(), fields.get('cmd'), error_class, detail, fields['error_hint']),
+                     **fields)
 
 
-def start(module, runner):
-    params = module.params
+def run_client(module, runner):
+    fields, failed = client_fields(runner, module.params, module.check_mode)
+    if fields.get('affinity_note'):
+        module.warn('%s: %s' % (hostname(), fields['affinity_note']))
+    if failed:
+        fail_fields(module, fields, failed[0], failed[1])
+    if not module.check_mode and fields['received_bps'] is None:
+        module.warn('iperf3 output has no receiver figure; the result is unknown')
+    module.exit_json(**dict(fields, **SUCCESS))
+
+
+def _sum(values):
+    """The sum of figures that are all known, else None (one process without a figure leaves the total unknown)."""
+    known = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(known) if known and len(known) == len(values) else None
+
+
+def run_clients(module, runner, sessions):
+    """Every session's client at the same moment; their receiver figures summed, each client's result in ``clients``."""
+    runner.find('iperf3')
+    runner.find('timeout')
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+        done = list(pool.map(lambda params: client_fields(runner, params, module.check_mode), sessions))
+    clients = []
+    failures = []
+    for params, (fields, failed) in zip(sessions, done):
+        entry = dict(fields, id=params['id'])
+        if fields.get('affinity_note'):
+            module.warn('%s: iperf3 client %s: %s' % (hostname(), params['id'], fields['affinity_note']))
+        entry.pop('changed', None)
+        if failed:
+            entry.update(failure(failed[0]), msg='`%s` failed (%s): %s' % (fields.get('cmd'), failed[0], failed[1]))
+            failures.append((params['id'], failed))
+        clients.append(entry)
+    if module.check_mode:
+        module.exit_json(changed=False, clients=clients, cmd='; '.join(c.get('cmd') or '' for c in clients),
+                         msg='check mode: the iperf3 clients were not run', **SUCCESS)
+    if failures:
+        name, (error_class, detail) = failures[0]
+        fields = failure(error_class)
+        module.fail_json(msg='%s: %d of %d iperf3 clients failed; the first, %s (%s): %s; %s'
+                         % (hostname(), len(failures), len(clients), name, error_class, detail, fields['error_hint']),
+                         clients=clients, **fields)
+    received = _sum([c.get('received_bps') for c in clients])
+    module.exit_json(changed=False, clients=clients, cmd='; '.join(c['cmd'] for c in clients), server=module.params['server'],
+                     received_bps=received, received_gbps=gbps(received), sent_bps=_sum([c.get('sent_bps') for c in clients]),
+                     retransmits=_sum([c.get('retransmits') for c in clients]), **SUCCESS)
+
+
+def start_one(runner, params, check_mode):
+    """(fields, failure) of one server start: ``failure`` is (error_class, message) or None."""
+    params, note = usable_affinity(params)
+    fields, failed = _start_one(runner, params, check_mode)
+    if note:
+        fields['affinity_note'] = note
+    return fields, failed
+
+
+def _start_one(runner, params, check_mode):
     binary = runner.find('iperf3')
     argv = [binary] + build_iperf3_argv(params)
     cmd = render_cmd(argv)
     deadline = params['timeout'] or SERVER_DEFAULT_DEADLINE
-    if module.check_mode:
-        module.exit_json(changed=True, cmd=cmd, port=params['port'], pid=None, timeout=deadline,
-                         msg='check mode: the iperf3 server was not started', **SUCCESS)
+    if check_mode:
+        return dict(changed=True, cmd=cmd, port=params['port'], pid=None, timeout=deadline,
+                    msg='check mode: the iperf3 server was not started'), None
     if not os.path.isdir(params['log_dir']):
-        module.fail_json(msg='%s: log_dir %s is not a directory' % (hostname(), params['log_dir']), cmd=cmd, port=params['port'],
-                         **failure('invalid_options'))
+        return dict(cmd=cmd, port=params['port']), ('invalid_options', 'log_dir %s is not a directory' % params['log_dir'])
     try:
         info = background.start_server(argv, params['log_dir'], params['port'], deadline, name='iperf3-p%d' % params['port'])
     except background.ServerError as exc:
         error_class = 'port_in_use' if exc.port_in_use else 'server_failed'
+        return (dict(cmd=cmd, port=params['port'], output=exc.output),
+                (error_class, '`%s` could not be started (%s): %s' % (cmd, error_class, exc)))
+    return dict(changed=True, cmd=cmd, pid=info['pid'], start_time=info['start_time'], exe=info['exe'], log_path=info['log_path'],
+                port=params['port'], timeout=info['deadline_s'], deadline_at=info['deadline_at']), None
+
+
+def start(module, runner):
+    fields, failed = start_one(runner, module.params, module.check_mode)
+    if fields.get('affinity_note'):
+        module.warn('%s: %s' % (hostname(), fields['affinity_note']))
+    if failed:
+        extra = failure(failed[0])
+        fields.pop('changed', None)
+        module.fail_json(msg='%s: %s; %s' % (hostname(), failed[1], extra['error_hint']), **dict(fields, **extra))
+    module.exit_json(**dict(fields, **SUCCESS))
+
+
+def start_sessions(module, runner, sessions):
+    """One server per session; a server that did not start fails the call, the others are returned so they can be stopped."""
+    servers = []
+    failures = []
+    for params in sessions:
+        fields, failed = start_one(runner, params, module.check_mode)
+        entry = dict(fields, id=params['id'], bind=params['bind'], affinity=params['affinity'])
+        entry.pop('changed', None)
+        if fields.get('affinity_note'):
+            entry['affinity'] = None
+            module.warn('%s: iperf3 server %s: %s' % (hostname(), params['id'], fields['affinity_note']))
+        if failed:
+            entry.update(failure(failed[0]), pid=None, msg=failed[1])
+            failures.append((params['id'], failed))
+        servers.append(entry)
+    if failures:
+        name, (error_class, detail) = failures[0]
         fields = failure(error_class)
-        module.fail_json(msg='%s: `%s` could not be started (%s): %s; %s' % (hostname(), cmd, error_class, exc, fields['error_hint']),
-                         cmd=cmd, port=params['port'], output=exc.output, **fields)
-    module.exit_json(changed=True, cmd=cmd, pid=info['pid'], start_time=info['start_time'], exe=info['exe'], log_path=info['log_path'],
-                     port=params['port'], timeout=info['deadline_s'], deadline_at=info['deadline_at'], **SUCCESS)
+        module.fail_json(msg='%s: %d of %d iperf3 servers did not start; the first, %s: %s; %s'
+                         % (hostname(), len(failures), len(servers), name, detail, fields['error_hint']), servers=servers, **fields)
+    module.exit_json(changed=not module.check_mode, servers=servers, cmd='; '.join(s['cmd'] for s in servers), **SUCCESS)
 
 
-def stop(module):
-    """Stop the server: reports what it found and never fails the host (a cleanup step must not lose a node)."""
-    params = module.params
+def stop_one(module, params):
+    """(fields, warnings) of stopping one server: what the stop found, never a failure."""
     pid = params['pid']
     log_path = params['log_path']
     cmd = 'stop iperf3 server pid %s' % pid
@@ -432,12 +650,11 @@ def stop(module):
     warnings = [p for p in (checks.check_timeout('wait_exit', params['wait_exit'], maximum=600, allow_zero=True),) if p]
     wait_exit = params['wait_exit'] if not warnings else 0.0
     if pid is None or pid < 2:
-        module.warn('%s: %s: no server pid given; nothing to stop' % (hostname(), cmd))
-        module.exit_json(changed=False, stopped=True, was_running=False, server_state='unverified', output='', result=None,
-                         **dict(common, **SUCCESS))
+        return (dict(changed=False, stopped=True, was_running=False, server_state='unverified', output='', result=None, **common),
+                warnings + ['no server pid given; nothing to stop'])
     if module.check_mode:
         alive = background.pid_alive(pid)
-        module.exit_json(changed=alive, was_running=alive, msg='check mode: the iperf3 server was not stopped', **dict(common, **SUCCESS))
+        return dict(changed=alive, was_running=alive, msg='check mode: the iperf3 server was not stopped', **common), warnings
     outcome = background.stop_server(pid, params['start_time'], params['exe'], log_path, wait_exit=wait_exit)
     if outcome['log_problem']:
         warnings.append(outcome['log_problem'])
@@ -456,14 +673,31 @@ def stop(module):
             warnings.append('the server log %s could not be parsed: %s' % (log_path, exc))
     elif outcome['log_read']:
         warnings.append('the server log %s is empty' % log_path)
-    for warning in warnings:
-        module.warn('%s: %s: %s' % (hostname(), cmd, warning))
     extra = {}
     if parsed is not None:
         extra = dict(sent_bps=parsed['sent_bps'], received_bps=parsed['received_bps'], received_gbps=gbps(parsed['received_bps']),
                      retransmits=parsed['retransmits'], lost_percent=parsed['lost_percent'], error=parsed['error'])
-    module.exit_json(changed=outcome['signalled'], stopped=outcome['stopped'], was_running=outcome['was_running'],
-                     server_state=outcome['state'], output=outcome['output'], result=parsed, **dict(common, **dict(extra, **SUCCESS)))
+    return dict(changed=outcome['signalled'], stopped=outcome['stopped'], was_running=outcome['was_running'],
+                server_state=outcome['state'], output=outcome['output'], result=parsed, **dict(common, **extra)), warnings
+
+
+def stop(module, sessions=None):
+    """Stop the server, or every server of O(sessions): reports what it found and never fails the host (a cleanup step must
+    not lose a node)."""
+    if sessions is None:
+        fields, warnings = stop_one(module, module.params)
+        for warning in warnings:
+            module.warn('%s: %s: %s' % (hostname(), fields['cmd'], warning))
+        module.exit_json(**dict(fields, **SUCCESS))
+    servers = []
+    for params in sessions:
+        fields, warnings = stop_one(module, params)
+        for warning in warnings:
+            module.warn('%s: %s (%s): %s' % (hostname(), fields['cmd'], params['id'], warning))
+        signalled = fields.pop('changed', False)
+        servers.append(dict(fields, id=params['id'], signalled=signalled))
+    module.exit_json(changed=any(s['signalled'] for s in servers), servers=servers, cmd='stop %d iperf3 servers' % len(servers),
+                     **SUCCESS)
 
 
 def main():
@@ -473,6 +707,8 @@ def main():
             state=dict(type='str', default='started', choices=['started', 'stopped']),
             port=dict(type='int', default=5201),
             bind=dict(type='str'),
+            affinity=dict(type='int'),
+            sessions=dict(type='list', elements='dict'),
             pid=dict(type='int'),
             start_time=dict(type='int'),
             exe=dict(type='str'),
@@ -493,14 +729,18 @@ def main():
         required_if=[('role', 'client', ('server',))],
         supports_check_mode=True,
     )
-    validate(module)
+    sessions = validate(module)
     runner = ToolRunner(module)
     if module.params['role'] == 'client':
+        if sessions is not None:
+            run_clients(module, runner, sessions)
         run_client(module, runner)
     elif module.params['state'] == 'started':
+        if sessions is not None:
+            start_sessions(module, runner, sessions)
         start(module, runner)
     else:
-        stop(module)
+        stop(module, sessions)
 
 
 if __name__ == '__main__':

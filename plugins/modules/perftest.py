@@ -89,6 +89,11 @@ options:
       - A CUDA ordinal follows C(CUDA_DEVICE_ORDER) (FASTEST_FIRST unless set); pass O(cuda_device_order=PCI_BUS_ID) so that it is
         the nvidia-smi index, or name the GPU by O(use_cuda_bus_id) where this perftest supports it.
     type: int
+  tclass:
+    description:
+      - The traffic class of the queue pairs (C(--tclass)), 0-255; on RoCE the DSCP and ECN bits the site's lossless class
+        (PFC priority) is mapped from, for example 106. Unset, the port's default class is used (usually a lossy one).
+    type: int
   use_cuda_bus_id:
     description:
       - Use GPU memory of the GPU at this PCI address (C(--use_cuda_bus_id=<BDF>), perftest 4.5 and later built with CUDA) for
@@ -592,7 +597,7 @@ def shared_problems(module):
     if params['concurrent'] and (params['role'] != 'client' or params['sessions'] is None):
         problems.append('concurrent applies to role=client with sessions only')
     for name, low, high in (('size', 1, 2 ** 31), ('duration', 1, 86400), ('iterations', 5, 2 ** 40), ('tx_depth', 1, 65536),
-                            ('qps', 1, 65536)):
+                            ('qps', 1, 65536), ('tclass', 0, 255)):
         problems.append(checks.check_number(name, params[name], low, high))
     problems.append(checks.check_timeout('ready_timeout', params['ready_timeout'], maximum=300))
     if test in perftest.LAT_TESTS:
@@ -850,6 +855,7 @@ def main():
             tx_depth=dict(type='int'),
             qps=dict(type='int'),
             use_cuda=dict(type='int'),
+            tclass=dict(type='int'),
             use_cuda_bus_id=dict(type='str'),
             use_cuda_dmabuf=dict(type='bool', default=False),
             cuda_device_order=dict(type='str', choices=['PCI_BUS_ID', 'FASTEST_FIRST']),

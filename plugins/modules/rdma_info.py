@@ -145,6 +145,11 @@ roce_v2_gid_index:
   returned: always
   type: dict
   sample: {"rocep1s0f0": 3, "rocep1s0f1": null}
+counters_at:
+  description: Unix time at which the port counters were read (the start of the read); a rate is a delta over two reads' times.
+  returned: when O(counters=true)
+  type: float
+  sample: 1764930000.25
 missing_devices:
   description: Names given in O(devices) that the node does not have.
   returned: always

@@ -57,6 +57,18 @@ def lab_json():
         return json.load(handle)
 
 
+def node_rail(lab, node='node01'):
+    """The node's link to its peer that the faults act on: on a real site its first addressed rail and the peer's port on
+    that rail ({node, peer, node_if, peer_if, node_ip, peer_ip, rail}); on the ideal site their node-peer link."""
+    peer = lab['hosts'][node]['peer']
+    if not lab.get('rails'):
+        return [entry for entry in lab['links'] if entry['node'] == node and entry['peer'] == peer][0]
+    port = [p for p in lab['hosts'][node]['ports'] if p['kind'] == 'rail' and p['ip']][0]
+    far = [p for p in lab['hosts'][peer]['ports'] if p['rail'] == port['rail']][0]
+    return {'node': node, 'peer': peer, 'node_if': port['netdev'], 'peer_if': far['netdev'], 'node_ip': port['ip'],
+            'peer_ip': far['ip'], 'rail': port['rail'], 'mtu': port['mtu']}
+
+
 @pytest.fixture(scope='session')
 def lab_session():
     if os.geteuid() != 0:

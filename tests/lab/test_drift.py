@@ -70,11 +70,12 @@ def test_acceptance_keeps_a_baseline_of_parsed_facts_beside_the_raw_outputs(acce
     with open(str(evidence / 'node01' / 'baseline' / 'baseline.json'), encoding='utf-8') as handle:
         baseline = json.load(handle)
     assert baseline['node'] == 'node01' and baseline['tier'] == '400G'
-    assert len([n for n in baseline['facts']['nics'] if n.get('present')]) == 8
+    # A real site's box: eight rails, a front-end and a storage NIC (the storage card's second port Down) - all kept.
+    assert len([n for n in baseline['facts']['nics'] if n.get('present')]) == 12
     assert len([g for g in baseline['facts']['gpus'] if g.get('present')]) == 8
     assert any(f['metric'] == 'ib_send_bw_gbs' and f['subject'] == 'mlx5_0' and f['peer'] == 'peer01' for f in baseline['figures'])
     mtus = dict((i['netdev'], i['mtu']) for n in baseline['facts']['nics'] for i in n['interfaces'])
-    assert mtus['fab-peer01'] == 9000, mtus
+    assert mtus['ibp26s0'] == 4092 and mtus['enp41s0f0np0'] == 9000, mtus  # IPoIB rails, a RoCE storage port
     assert (evidence / 'node01' / 'baseline' / 'commands').is_dir()  # the raw outputs stay beside it
 
 
@@ -112,8 +113,9 @@ def test_lost_setting_slower_link_lower_mtu_and_new_firmware_each_get_their_seve
     assert found[('cmdline', 'iommu=pt')]['severity'] == 'red'
     assert found[('pcie_link', 'mlx5_0')]['severity'] == 'red' and found[('pcie_link', 'mlx5_0')]['current'] == '16GT/s x16'
     assert (found[('firmware', 'mlx5_0')]['severity'], found[('firmware', 'mlx5_0')]['current']) == ('info', '28.40.1000')
-    mtu = found[('mtu', 'fab-peer01')]
-    assert (mtu['severity'], mtu['baseline'], mtu['current']) == ('red', 9000, 1500), mtu
+    # The fault lowers node01's first addressed rail (mlx5_1, ibp59s0) from the IPoIB 4092 to 1500.
+    mtu = found[('mtu', 'ibp59s0')]
+    assert (mtu['severity'], mtu['baseline'], mtu['current']) == ('red', 4092, 1500), mtu
     assert 'red drift findings on node01' in out
 
 
@@ -140,7 +142,10 @@ def test_a_pause_storm_since_the_baseline_is_red(accepted):
         cli('fault', 'clear', check=True)
     assert rc != 0, out[-4000:]
     red = [f for f in drift_findings(reports) if f['severity'] == 'red' and f['check'] == 'pause_frames']
-    assert len(red) == 8 and all(f['rate_per_hour'] > f['limit_per_hour'] for f in red), red
+    # Pause frames exist on Ethernet only: the node's front-end NIC (mlx5_8, mlx5_9) and its cabled storage port (mlx5_10)
+    # count them, each named by its RDMA device; its IPoIB rails and the uncabled mlx5_11 do not.
+    assert sorted(f['subject'] for f in red) == ['mlx5_10', 'mlx5_8', 'mlx5_9'], red
+    assert all(f['rate_per_hour'] > f['limit_per_hour'] for f in red), red
 
 
 LOOSE_CONTRACT = '''# A contract that accepts 40 GB/s per HCA at 400G, with three runs of ib_send_bw (synthetic, for the re-validation check)

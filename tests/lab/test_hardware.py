@@ -246,3 +246,42 @@ def test_atomic_write_skips_identical_content(tmp_path):
     assert hardware.atomic_write(path, 'a\n') is True
     assert hardware.atomic_write(path, 'a\n') is False
     assert hardware.atomic_write(path, 'b\n') is True and _read(path) == 'b\n'
+
+
+# ------------------------------------------------------------------ a real site's boxes (lab/netval_lab/site.py)
+
+def test_a_real_sites_box_has_more_rdma_devices_than_rails_and_is_addressed_unevenly():
+    from lab.netval_lab import site  # pylint: disable=import-outside-toplevel
+    hw = profiles.resolve_role(profiles.load_profile('healthy-400g'), 'new')
+    nics = site.host_nics(hw, 8)
+    assert [nic['name'] for nic in nics] == ['mlx5_%d' % index for index in range(12)]
+    # front-end CX-6 Dx at 100 GbE on Gen4, storage CX-7 at 200 GbE with its second port not cabled
+    assert [(nic['role'], nic['rate_gbps'], nic['link_layer'], nic['state']) for nic in nics[8:]] == [
+        ('frontend', 100, 'Ethernet', 'ACTIVE'), ('frontend', 100, 'Ethernet', 'ACTIVE'),
+        ('storage', 200, 'Ethernet', 'ACTIVE'), ('storage', 200, 'Ethernet', 'DOWN')]
+    assert nics[8]['pcie']['lnkcap_gts'] == 16 and nics[10]['pcie']['lnkcap_gts'] == 32
+    node = site.host_ports(1, 'new', nics, 8)
+    peer = site.host_ports(3, 'peer', nics, 8)
+    rails = [port for port in node if port['kind'] == 'rail']
+    # a new node: its odd rails addressed, IPoIB at 4092, every rail on its own switch
+    assert [port['ip'] for port in rails] == [None if rail % 2 == 0 else '10.252.%d.11' % rail for rail in range(8)]
+    assert {port['mtu'] for port in rails} == {4092} and len({port['bridge'] for port in rails}) == 8
+    # a peer on every rail; the storage port addressed, the front-end's first port, the Down port on no switch
+    assert [port['ip'] for port in peer if port['kind'] == 'rail'] == ['10.252.%d.13' % rail for rail in range(8)]
+    assert [(port['name'], port['ip'], port['bridge']) for port in node[8:]] == [
+        ('mlx5_8', '10.250.0.11', 'nvlab-fe'), ('mlx5_9', None, 'nvlab-fe'),
+        ('mlx5_10', '10.254.0.11', 'nvlab-stor'), ('mlx5_11', None, None)]
+
+
+def test_a_roce_sites_rails_are_addressed_on_every_host_at_9000():
+    from lab.netval_lab import site  # pylint: disable=import-outside-toplevel
+    hw = profiles.resolve_role(profiles.load_profile('healthy-400g-roce'), 'new')
+    ports = site.host_ports(1, 'new', site.host_nics(hw, len(hw['nics'])), len(hw['nics']))
+    rails = [port for port in ports if port['kind'] == 'rail']
+    assert all(port['ip'] and port['mtu'] == 9000 and port['isolated'] for port in rails)
+
+
+def test_only_a_real_site_of_a_switched_tier_has_rails():
+    from lab.netval_lab import site  # pylint: disable=import-outside-toplevel
+    assert site.rail_fabric('real', '400G') and not site.rail_fabric('ideal', '400G')
+    assert not site.rail_fabric('real', 'roce-pair-2x100g')

@@ -79,7 +79,8 @@ def test_perftest_and_nccl_headers_match_real_output(nodes, tmp_path):
     node = nodes['healthy-400g']
     real = shared('perftest/ib_write_bw_ib_sweep_gbits_issue132_truncated.txt')
     port = free_port()
-    server = subprocess.Popen([str(node / 'bin' / 'ib_write_bw'), '-p', port],
+    # Both ends with the same options: perftest negotiates them and refuses a client that differs.
+    server = subprocess.Popen([str(node / 'bin' / 'ib_write_bw'), '-p', port, '--report_gbits'],
                               env=dict(os.environ, NETVAL_LAB_NODE_DIR=str(node), NETVAL_LAB_PERFTEST_WAIT='20'),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     for _attempt in range(50):
@@ -346,6 +347,84 @@ def test_a_tool_call_imports_its_family_only(nodes):
     loaded = set(proc.stderr.split())
     assert 'netval_lab.tools_rdma' in loaded
     assert not loaded & {'netval_lab.tools_perftest', 'netval_lab.tools_nccl', 'netval_lab.tools_gpu', 'netval_lab.tools_pci'}
+
+
+# ------------------------------------------------------------------ a real site: ring limits, rails by device, negotiation
+
+def real_site_node(base, profile, host, role, index):
+    """A host of a real site (lab/netval_lab/site.py) with its ports as the lab builds them, materialized under ``base``."""
+    from lab.netval_lab import profiles, site  # pylint: disable=import-outside-toplevel
+    hw = profiles.resolve_role(profiles.load_profile(profile), role)
+    ports = site.host_ports(index, role, site.host_nics(hw, len(hw['nics'])), len(hw['nics']))
+    node = base / host
+    hardware.materialize(profile, host, role, str(node), {'site': 'real', 'ports': ports, 'mgmt_ip': '10.251.0.%d' % (10 + index)})
+    return node
+
+
+def test_ethtool_never_shows_a_ring_above_its_maximum_and_refuses_one(nodes):
+    node = nodes['healthy-400g']
+    ring = run(node, 'ethtool', '-g', 'ibp59s0').stdout
+    assert 'Pre-set maximums:\nRX:\t\t\t8192\n' in ring and 'Current hardware settings:\nRX:\t\t\t8192\n' in ring
+    refused = run(node, 'ethtool', '-G', 'ibp59s0', 'rx', '16384')
+    assert refused.returncode == 81
+    assert refused.stderr == 'netlink error: requested ring size exceeds maximum (offset 36)\nnetlink error: Invalid argument\n'
+    assert run(node, 'ethtool', '-G', 'ibp59s0', 'rx', '4096').returncode == 0
+    assert 'Current hardware settings:\nRX:\t\t\t4096\n' in run(node, 'ethtool', '-g', 'ibp59s0').stdout
+    assert run(node, 'ethtool', '-G', 'ibp59s0', 'rx', '8192').returncode == 0
+
+
+def _session(server_node, client_node, server_args, client_args, tool='ib_send_bw'):
+    port = free_port()
+    server = subprocess.Popen([str(server_node / 'bin' / tool), '-p', port] + list(server_args),
+                              env=dict(os.environ, NETVAL_LAB_NODE_DIR=str(server_node), NETVAL_LAB_PERFTEST_WAIT='20'),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    for _attempt in range(50):
+        client = run(client_node, tool, '-p', port, *(list(client_args) + ['127.0.0.1']))
+        if "Couldn't connect" not in client.stderr:
+            break
+        time.sleep(0.1)
+    server_out, server_err = server.communicate(timeout=30)
+    return client, server.returncode, server_out, server_err
+
+
+def test_a_client_whose_options_differ_from_its_servers_is_refused_by_both(nodes):
+    node = nodes['healthy-400g']
+    client, server_rc, _out, server_err = _session(node, node, ['-d', 'mlx5_1', '-q', '4'], ['-d', 'mlx5_1'])
+    assert client.returncode == 1 and server_rc == 1
+    assert client.stderr.splitlines() == [' num_of_qps mismatch: local=1, remote=4', ' Failed to negotiate parameters']
+    assert server_err.splitlines() == [' num_of_qps mismatch: local=4, remote=1', ' Failed to negotiate parameters']
+    client, server_rc, _out, _err = _session(node, node, ['-d', 'mlx5_1', '-D', '2'], ['-d', 'mlx5_1'])
+    assert client.returncode == 1 and 'test_type mismatch: local=ITERATIONS, remote=DURATION' in client.stderr
+
+
+def test_roce_rails_are_isolated_a_cross_rail_pair_cannot_connect_a_same_rail_pair_can(tmp_path):
+    node = real_site_node(tmp_path, 'healthy-400g-roce', 'node01', 'new', 1)
+    peer = real_site_node(tmp_path, 'healthy-400g-roce', 'peer01', 'peer', 3)
+    client, server_rc, _out, server_err = _session(peer, node, ['-d', 'mlx5_2', '-x', '3', '-D', '1'], ['-d', 'mlx5_0', '-x', '3', '-D', '1'])
+    assert client.returncode == 1 and server_rc == 1
+    assert re.match(r"^ Failed to modify QP 0x[0-9a-f]{6} to RTR\n Unable to Connect the HCA's through the link\n", client.stderr)
+    assert 'rail 0 against rail 2 of a rail-isolated fabric' in client.stderr and 'Unable to Connect' in server_err
+    same, server_rc, server_out, _err = _session(peer, node, ['-d', 'mlx5_2', '-x', '3', '-D', '1'], ['-d', 'mlx5_2', '-x', '3', '-D', '1'])
+    assert same.returncode == 0 and server_rc == 0 and float(same.stdout.splitlines()[-2].split()[3]) > 40000
+    # InfiniBand is one fabric: a pair across rails connects (through the spine), it is the plan's job not to make one.
+    ib_node = real_site_node(tmp_path, 'healthy-400g', 'node02', 'new', 2)
+    ib_peer = real_site_node(tmp_path, 'healthy-400g', 'peer02', 'peer', 4)
+    across, _rc, _out, _err = _session(ib_peer, ib_node, ['-d', 'mlx5_2', '-D', '1'], ['-d', 'mlx5_0', '-D', '1'])
+    assert across.returncode == 0, across.stderr
+    # And never across link layers.
+    mixed, _rc, _out, _err = _session(peer, ib_node, ['-d', 'mlx5_0', '-x', '3', '-D', '1'], ['-d', 'mlx5_0', '-D', '1'])
+    assert mixed.returncode == 1 and 'link layer InfiniBand against Ethernet' in mixed.stderr
+
+
+def test_a_real_site_box_has_its_storage_and_front_end_nics_beside_the_rails(tmp_path):
+    node = real_site_node(tmp_path, 'healthy-400g', 'node01', 'new', 1)
+    lines = run(node, 'ibdev2netdev').stdout.splitlines()
+    assert len(lines) == 12 and 'mlx5_11 port 1 ==> enp41s0f1np1 (Down)' in lines and 'mlx5_10 port 1 ==> enp41s0f0np0 (Up)' in lines
+    assert (node / 'sys' / 'class' / 'net' / 'ibp26s0' / 'mtu').read_text() == '4092\n'
+    assert (node / 'sys' / 'class' / 'net' / 'enp169s0f0np0' / 'mtu').read_text() == '1500\n'
+    assert (node / 'sys' / 'class' / 'infiniband' / 'mlx5_8' / 'ports' / '1' / 'rate').read_text() == '100 Gb/sec (4X EDR)\n'
+    front = run(node, 'lspci', '-vvv', '-D', '-s', '0000:a9:00.0').stdout
+    assert 'ConnectX-6 Dx' in front and 'LnkSta:\tSpeed 16GT/s' in front
 
 
 # ------------------------------------------------------------------ issue 31: GPUDirect modes, GPU prerequisites, the node's clock

@@ -66,7 +66,7 @@ FOUR_ON_TWO = timeline(
     node_records('node01', 3.5, 4.0, play3_end=30.5) + [rec('node01', 'Reports', 30.5, 32.0, REPORT, role=NETVAL + 'report')]
     + node_records('node02', 3.5, 4.0) + node_records('node03', 15.5, 16.0) + node_records('node04', 15.5, 16.0))
 
-LAB = lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400G'}, 4, 2)
+LAB = lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400G'}, 4, 2, site_name='ideal')
 
 
 def session(sid, start, end, label='ib_write_bw server port 18515'):
@@ -275,6 +275,16 @@ def test_lab_roles_of_a_lab_json():
     assert nodes == ['node01', 'node02', 'node03', 'node04'] and peers == ['peer01', 'peer02']
     assert addresses['node01'] == LAB['hosts']['node01']['mgmt_ip']
     assert fabric['10.252.0.1'] == 'node01' and fabric['10.252.0.2'] == 'peer01' and fabric['10.252.1.2'] == 'peer02'
+
+
+def test_lab_roles_of_a_real_site_read_the_hosts_rail_ports():
+    # a real site has no node-peer links: every host's addressed ports (lab['hosts'][host]['ports']) name it
+    lab = lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400G'}, 2, 1, site_name='real')
+    assert lab['links'] == [] and lab['rails']
+    lab['hosts']['node01']['ports'] = [{'rail': 0, 'ip': None}, {'rail': 1, 'ip': '10.252.1.11'}]
+    lab['hosts']['peer01']['ports'] = [{'rail': 0, 'ip': '10.252.0.13'}, {'rail': 1, 'ip': '10.252.1.13'}]
+    _nodes, _peers, _addresses, fabric = bench.lab_roles(lab)
+    assert fabric == {'10.252.1.11': 'node01', '10.252.0.13': 'peer01', '10.252.1.13': 'peer01'}
 
 
 def test_merge_ledger_keeps_sessions_the_lab_has_dropped_and_takes_their_end_from_a_later_read():

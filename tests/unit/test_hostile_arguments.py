@@ -53,6 +53,7 @@ BASE = {
     'evidence_store': {'tarball': '{tmp}/ev/b.tar.gz', 'dest': '{tmp}/ev', 'baseline': {}, 'baseline_link': '{tmp}/baseline'},
     'peer_lease': {'peers': ['peer01'], 'node': 'node01', 'run': '20261130T014500Z', 'lease_dir': '{tmp}/leases', 'wait': 1},
     'preflight_info': {'rdma': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']}, 'required': ['rdma']},
+    'fabric_route': {'dest': '10.0.0.2', 'source': '10.0.0.1', 'interface': 'eth0'},
     'mpi_launcher_info': {'binary': 'all_reduce_perf', 'mpirun': 'mpirun', 'address': '10.0.0.1', 'host_keys': ['{tmp}/key.pub']},
     'launcher_key': {'run': '20261130T014500Z', 'node': 'node01', 'peer': 'peer01'},
     'launcher_trust': {'state': 'present', 'peer_address': 'peer-01', 'private_key': LAUNCHER_KEY,
@@ -71,6 +72,10 @@ DICT_LISTS = {
         'sample': [{'id': 'hca0', 'server': 'peer-01', 'device': 'mlx5_0', 'port': 18515},
                    {'id': 'hca1', 'server': 'peer-02', 'device': 'mlx5_1', 'port': 18516}],
         'replaces': ('server', 'device', 'log_path', 'exe'),
+    },
+    ('iperf3', 'sessions'): {
+        'sample': [{'id': 'p1', 'port': 5201, 'bind': '10.0.0.1'}, {'id': 'p2', 'port': 5202, 'bind': '10.0.0.1'}],
+        'replaces': ('bind',),
     },
     # preflight_info's reads take their modules' options (a dict each): every text value of one made hostile.
     ('preflight_info', 'rdma'): {'sample': {'sysfs_root': '{tmp}', 'devices': ['mlx5_0']}, 'replaces': ()},

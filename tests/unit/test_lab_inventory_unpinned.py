@@ -11,8 +11,9 @@ from lab.netval_lab import __main__ as lab_cli
 from lab.netval_lab import inventory
 
 
-def lab_plan(nodes=5, peers=2):
-    return lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400G'}, nodes, peers)
+def lab_plan(nodes=5, peers=2, site_name='ideal'):
+    return lab_cli.plan('healthy-400g', {'path': 'lab/profiles/healthy-400g.yml', 'tier': '400G'}, nodes, peers,
+                        site_name=site_name)
 
 
 def groups_of(folder):
@@ -43,6 +44,24 @@ def test_unpinned_leaves_only_netval_peer_out():
     assert not [h for h, hvars in built['new_nodes']['hosts'].items() if 'netval_peer' in hvars]
     # peers' variables do not change
     assert built['known_good_peers'] == inventory.build(lab)['all']['children']['lab']['children']['known_good_peers']
+
+
+def test_a_real_site_inventory_names_no_fabric_address_pinned_or_not():
+    # on a real site the collection reads each box's rail addresses; the inventory names none (as most operators' do)
+    lab = lab_plan(site_name='real')
+    for info in lab['hosts'].values():
+        # What build_site plans for every box (site.host_ports): eight rails, then the front-end and storage ports.
+        info['ports'] = [{'name': 'mlx5_%d' % n, 'kind': 'rail'} for n in range(8)] + [
+            {'name': 'mlx5_%d' % n, 'kind': kind} for n, kind in ((8, 'frontend'), (9, 'frontend'), (10, 'storage'), (11, 'storage'))]
+    for host in ('node01', 'node02', 'peer01'):
+        for unpinned in (False, True):
+            hvars = inventory.host_vars(lab, host, unpinned=unpinned)
+            assert not [name for name in hvars if 'fabric' in name]
+            assert ('netval_peer' in hvars) == (host.startswith('node') and not unpinned)
+            # The peers' rails are named (as a site names its reference boxes'), the new nodes' chosen by the selector:
+            # never the front-end (mlx5_8, mlx5_9) or storage (mlx5_10, mlx5_11) ports.
+            rails = ['mlx5_%d' % n for n in range(8)] if host.startswith('peer') else None
+            assert hvars.get('netval_rdma_devices') == rails
 
 
 @pytest.mark.parametrize('stored, explicit, pinned', [(None, None, True), (False, None, True), (True, None, False),
@@ -96,7 +115,8 @@ def _stub_lab(monkeypatch, current):
 
 
 def up_args(unpinned, nodes=2, peers=1):
-    return argparse.Namespace(profile='healthy-400g', nodes=nodes, peers=peers, node_profiles='', unpinned=unpinned)
+    return argparse.Namespace(profile='healthy-400g', nodes=nodes, peers=peers, node_profiles='', unpinned=unpinned,
+                              site='ideal')
 
 
 @pytest.mark.parametrize('unpinned', [True, False])
@@ -113,3 +133,16 @@ def test_up_that_builds_records_the_pinning_in_the_lab(monkeypatch, unpinned):
     calls = _stub_lab(monkeypatch, None)
     assert lab_cli.cmd_up(up_args(unpinned, 3, 2)) == 0
     assert calls.built[-1]['unpinned'] is unpinned and calls.built[-1]['nodes'] == 3
+
+
+def test_boxes_whose_live_ports_are_named_differently_name_their_rails_as_cabled():
+    lab = lab_plan(2, 1)
+    lab['hosts']['node01']['hardware'] = {'live': ['rocep1s0f0', 'roceP2p1s0f0']}
+    lab['hosts']['node02']['hardware'] = {'live': ['mlx5_0', 'mlx5_1']}
+    lab['hosts']['peer01']['hardware'] = {'live': ['rocep1s0f1', 'roceP2p1s0f1']}
+    assert inventory.host_vars(lab, 'node01')['netval_rails'] == {'rocep1s0f0': 'rocep1s0f1', 'roceP2p1s0f0': 'roceP2p1s0f1'}
+    # Named alike, or not as many: no map (the same device name pairs them; a count mismatch is for the run to report).
+    lab['hosts']['peer01']['hardware'] = {'live': ['mlx5_0', 'mlx5_1']}
+    assert 'netval_rails' not in inventory.host_vars(lab, 'node02')
+    lab['hosts']['peer01']['hardware'] = {'live': ['mlx5_0']}
+    assert 'netval_rails' not in inventory.host_vars(lab, 'node01')

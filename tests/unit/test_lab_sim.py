@@ -126,3 +126,6 @@ def test_a_recorded_time_stamp_becomes_the_time_of_the_answer_so_two_snapshots_a
     assert first['nics']['ibp59s0'] == {'timestamp': 2000000000.0, 'counters': {'rx_pause': 0}}
     assert second['nics']['ibp59s0']['timestamp'] - first['nics']['ibp59s0']['timestamp'] == pytest.approx(2.5)
     assert first['count'] == 3 and first['timestamp'] == 'text' and recorded['nics']['ibp59s0']['timestamp'] == 1796516860.71
+    # rdma_info's port counters carry their own read time: PortXmitWait per second needs two different ones.
+    rdma = {'devices': {'mlx5_0': {}}, 'counters_at': 1796516860.5, 'flag': True}
+    assert sim._restamp(rdma, 2000000002.5) == {'devices': {'mlx5_0': {}}, 'counters_at': 2000000002.5, 'flag': True}  # pylint: disable=protected-access

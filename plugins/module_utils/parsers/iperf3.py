@@ -399,15 +399,17 @@ def _text_intervals(result, plain):
 def build_iperf3_argv(params):
     """Arguments (after the binary) for an iperf3 server or client from module-style params.
 
-    Server: ``-s -1 -p PORT [-B BIND] [-J]``.  Client: ``-c SERVER -p PORT -t DURATION
-    -P PARALLEL [-i INTERVAL] [-O OMIT] [-B BIND] [-R] [-u [-b BANDWIDTH]] [-J]``.
+    Server: ``-s -1 -p PORT [-B BIND] [-A CPU] [-J]``.  Client: ``-c SERVER -p PORT -t DURATION
+    -P PARALLEL [-i INTERVAL] [-O OMIT] [-B BIND] [-A CPU] [-R] [-u [-b BANDWIDTH]] [-J]``.
     """
     params = dict(params)
     port = params.get('port') or 5201
+    affinity = ['-A', str(params['affinity'])] if params.get('affinity') is not None else []
     if params.get('role') == 'server':
         argv = ['-s', '-1', '-p', str(port)]
         if params.get('bind'):
             argv += ['-B', params['bind']]
+        argv += affinity
         if params.get('json', True):
             argv.append('-J')
         return argv
@@ -419,6 +421,7 @@ def build_iperf3_argv(params):
         argv += ['-O', str(params['omit'])]
     if params.get('bind'):
         argv += ['-B', params['bind']]
+    argv += affinity
     if params.get('reverse'):
         argv.append('-R')
     if params.get('udp'):

@@ -53,7 +53,9 @@ _ERROR_PATTERNS = (
     ('cuda_unavailable', re.compile(r"unrecognized option '--use_cuda|unknown option -- use_cuda")),
     ('argument_error', re.compile(r'Parser function exited with Error|Invalid Command|Invalid (?:Connection type|MTU|CPU|congest)'
                                   r'|cannot be used without|unrecognized option|invalid option|'
-                                  r'argument \S+ should be|Please check command line')),
+                                  r'argument \S+ should be|Please check command line'
+                                  # perftest 6.28+ refuses a client whose test options differ from its server's.
+                                  r'|\w+ mismatch: local=|Failed to negotiate parameters')),
     ('no_rdma_device', re.compile(r'No IB devices found|Unable to find the Infiniband/RoCE device|Failed to get IB devices list'
                                   r'|Did not detect devices|IB device \S+ not found|Couldn\'t get device list')),
     ('cuda_unavailable', re.compile(r'No CUDA device|no available device\(s\) that support CUDA|cuInit\(0\) returned'
@@ -555,8 +557,8 @@ def build_perftest_argv(params):
     """perftest arguments (without the binary) from module parameters; the client adds the server address last.
 
     ``params`` keys: test, role, server, device, ib_port, gid_index, size, all_sizes, duration, iterations,
-    tx_depth, qps, use_cuda, use_cuda_bus_id, use_cuda_dmabuf, report_gbits, bidirectional, port, rdma_cm, mtu, connection, cpu_freq_check,
-    extra_args.  Missing keys mean "not set".
+    tx_depth, qps, use_cuda, use_cuda_bus_id, use_cuda_dmabuf, tclass, report_gbits, bidirectional, port, rdma_cm, mtu, connection,
+    cpu_freq_check, extra_args.  Missing keys mean "not set".
     """
     args = []
     if params.get('device'):
@@ -585,6 +587,8 @@ def build_perftest_argv(params):
         args.append('--use_cuda=%d' % params['use_cuda'])
     if params.get('use_cuda_dmabuf') and (params.get('use_cuda_bus_id') or params.get('use_cuda') is not None):
         args.append('--use_cuda_dmabuf')
+    if params.get('tclass') is not None:
+        args.append('--tclass=%d' % params['tclass'])
     if params.get('report_gbits'):
         args.append('--report_gbits')
     if params.get('bidirectional'):

@@ -649,3 +649,44 @@ def select_live_ports(devices, ipv4_by_netdev=None, require_ipv4=False, prefixle
                          'gid_index': _port_gid_index(port, ipv4)})
     live.sort(key=lambda entry: entry['ipv4'] is None)
     return live
+
+
+# Route types ``ip route get`` may print before the destination ("local 10.0.0.1 dev lo ...").
+_ROUTE_TYPES = ('unicast', 'local', 'broadcast', 'multicast', 'unreachable', 'prohibit', 'blackhole', 'throw', 'nat', 'anycast')
+_ROUTE_ERROR = re.compile(r'^(?:RTNETLINK answers|Error):\s*(.+?)\.?$')
+
+
+@tool_parser('ip')
+def parse_ip_route_get(text):
+    """``ip route get DEST [from SRC]`` -> {dest, type, from, via, dev, src, error}: the interface (``dev``) the kernel sends
+    DEST's packets through, the gateway (``via``) when it is not on-link, the source address it would use.
+
+    The kernel's refusal ("RTNETLINK answers: Network is unreachable", "Error: ipv4: Address not found.") gives
+    ``error`` and no ``dev``.  Anything else raises ParseError.
+    """
+    result = {'dest': None, 'type': 'unicast', 'from': None, 'via': None, 'dev': None, 'src': None, 'error': None}
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ParseError('ip', 'no output from ip route get')
+    for line in lines:
+        match = _ROUTE_ERROR.match(line)
+        if match:
+            result['error'] = match.group(1)
+            return result
+    tokens = lines[0].split()
+    if tokens[0] in _ROUTE_TYPES:
+        result['type'] = tokens.pop(0)
+    if not tokens or not re.match(r'^[0-9a-fA-F:.]+$', tokens[0]):
+        raise ParseError('ip', 'the first line is not "<destination> [from ...] [via ...] dev <ifname> ..." (ip route get)', lines[0])
+    result['dest'] = tokens.pop(0)
+    index = 0
+    while index < len(tokens) - 1:
+        key = tokens[index]
+        if key in ('from', 'via', 'dev', 'src'):
+            result[key] = tokens[index + 1]
+            index += 2
+            continue
+        index += 1
+    if result['dev'] is None and result['type'] == 'unicast':
+        raise ParseError('ip', 'no "dev <ifname>" in the route', lines[0])
+    return result

@@ -512,12 +512,9 @@ def _counters(usable, nics, gpus, stamp, ethtool_stats):
 
 
 def _better(test, metric):
-    threshold = test.get('threshold')
-    if isinstance(threshold, dict):
-        if 'reject_below' in threshold:
-            return 'higher'
-        if 'reject_above' in threshold:
-            return 'lower'
+    direction = catalogue.threshold_direction(test.get('threshold'))
+    if direction:
+        return direction
     unit = _text(test.get('unit')) or (catalogue.unit(metric) if metric in catalogue.METRICS else None)
     return 'lower' if unit in ('us', 'ms', '%', '/s', 'errors') else 'higher'
 

@@ -35,7 +35,8 @@ A metric entry:
     label       how it reads in reports and letters
     reads       the measurement reader (plugins/module_utils/policy/measurements.py) that extracts it
     field       for perftest bandwidth: the parsed row field holding the figure
-    family      rdma_bw (per-HCA host-memory RDMA), gdr_bw, rdma_lat, tcp, aggregate_bw, pause, ping, nccl, gpu_diag
+    family      rdma_bw (per-HCA host-memory RDMA), gdr_bw, rdma_lat, tcp, aggregate_bw, pause, ib_errors, ib_congestion, ping,
+                nccl, gpu_diag
     graded_by   'threshold' (the profile's threshold) or 'tool' (the tool grades itself: dcgmi pass/warn/fail)
 
 Pure data and lookups; no Ansible import.
@@ -43,6 +44,8 @@ Pure data and lookups; no Ansible import.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+from collections.abc import Mapping
 
 SCOPE_NODE = 'node'
 SCOPE_HCA = 'hca'
@@ -78,7 +81,9 @@ TESTS = (
     _test('ib_read_bw', 'perftest', SCOPE_HCA, ['ib_read_bw_gbs'], tool='ib_read_bw', retest=True, ports=PORTS_PERFTEST),
     _test('gdr', 'perftest', SCOPE_GPU_NIC, ['gdr_bw_gbs'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
     _test('ib_write_lat', 'perftest', SCOPE_FIRST_HCA, ['ib_write_lat_us'], tool='ib_write_lat', retest=True, ports=PORTS_PERFTEST),
-    _test('all_nics', 'perftest', SCOPE_ALL_HCAS, ['all_nics_gbs', 'pause_per_s'], tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
+    # Pause frames on RoCE netdevs; on InfiniBand ports (no pause frames) the port error counters and PortXmitWait.
+    _test('all_nics', 'perftest', SCOPE_ALL_HCAS, ['all_nics_gbs', 'pause_per_s', 'ib_port_errors', 'ib_xmit_wait_per_s'],
+          tool='ib_send_bw', retest=True, ports=PORTS_PERFTEST),
     _test('nccl', 'nccl_tests', SCOPE_NODE, ['nccl_busbw_gbs', 'nccl_small_allreduce_us', 'nccl_wrong', 'nccl_hcas_used']),
     _test('dcgmi', 'dcgmi_diag', SCOPE_NODE, ['dcgmi_diag'], needs_peer=False),
 )
@@ -95,6 +100,9 @@ METRICS = {
     'ib_write_lat_us': _metric('us', 'ib_write_lat typical latency', 'perftest_lat', 'rdma_lat'),
     'all_nics_gbs': _metric('GB/s', 'aggregate RDMA throughput with every NIC running at once', 'aggregate_bw', 'aggregate_bw'),
     'pause_per_s': _metric('/s', 'pause/PFC frame rate during the sustained test', 'pause_rate', 'pause'),
+    'ib_port_errors': _metric('errors', 'InfiniBand port errors (symbol_error, link_downed, port_rcv_errors) during the sustained test',
+                              'ib_counters', 'ib_errors'),
+    'ib_xmit_wait_per_s': _metric('/s', 'InfiniBand PortXmitWait ticks per second during the sustained test', 'ib_counters', 'ib_congestion'),
     'nccl_busbw_gbs': _metric('GB/s', 'nccl-tests all_reduce bus bandwidth', 'nccl', 'nccl'),
     'nccl_small_allreduce_us': _metric('us', 'nccl-tests small-message all_reduce time', 'nccl', 'nccl'),
     'nccl_wrong': _metric('errors', 'nccl-tests #wrong', 'nccl', 'nccl'),
@@ -117,6 +125,17 @@ def figure_text(value):
     if float(value) == int(value):
         return str(int(value))
     return ('%.3f' % value).rstrip('0').rstrip('.')
+
+
+def threshold_direction(threshold):
+    """Which way a graded figure is better, read from its threshold: 'higher' (reject_below), 'lower' (reject_above), or
+    None for a threshold that says neither (the caller's own rule decides)."""
+    if isinstance(threshold, Mapping):
+        if 'reject_below' in threshold:
+            return 'higher'
+        if 'reject_above' in threshold:
+            return 'lower'
+    return None
 
 
 def test(name):

@@ -186,15 +186,10 @@ def _direction(entry):
 
 
 def _better(entry):
-    threshold = entry.get('threshold')
-    if isinstance(threshold, Mapping):
-        if 'reject_below' in threshold:
-            return 'higher'
-        if 'reject_above' in threshold:
-            return 'lower'
-    if entry.get('better') in ('higher', 'lower'):
-        return entry['better']
-    return None
+    direction = catalogue.threshold_direction(entry.get('threshold'))
+    if direction is None and entry.get('better') in ('higher', 'lower'):
+        direction = entry['better']
+    return direction
 
 
 def _compared(metric, rules):

@@ -122,16 +122,48 @@ def perftest_lat(result, subject, metric, peer):
     return entry
 
 
-def iperf3(result, subject, metric, peer):
+def _cpu_bound(clients, limit):
+    """'client 98.9 %' / 'server 97.2 %' of the iperf3 processes at or above ``limit`` percent of a core (None: not graded)."""
+    if not limit:
+        return []
+    found = []
+    for index, client in enumerate(clients):
+        cpu = client.get('cpu') or {}
+        for side, key in (('client', 'host_total'), ('server', 'remote_total')):
+            value = cpu.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= float(limit):
+                found.append('process %d %s at %s %% CPU' % (index + 1, side, _num(value)))
+    return found
+
+
+def iperf3(result, subject, metric, peer, cpu_bound_percent=None):
+    """The TCP figure of one iperf3 run: the receivers' sum over its processes (the module's ``clients`` when it ran
+    several).  A run whose processes ran out of CPU proves no network shortfall: its figure carries that error (ours),
+    so a figure below the line is unknown, not marginal or reject."""
     entry = _base('iperf3', subject, metric, peer, result)
+    clients = [c for c in result.get('clients') or [] if isinstance(c, dict)] or [result]
     bps = result.get('received_bps')
     if bps is None:
         entry['error'] = _error_of(result) or 'no receiver figure in the iperf3 output'
         return entry
     entry['value'], entry['unit'] = float(bps) / 1e9, 'Gb/s'
-    entry['as_printed'] = '%s Gb/s received (%s bits/s, %s retransmits)' % (_num(entry['value']), int(bps), result.get('retransmits'))
-    text = result.get('stdout') or ''
+    retransmits = [c.get('retransmits') for c in clients]
+    entry['as_printed'] = '%s Gb/s received (%s bits/s over %d process(es), %s retransmits)' % (
+        _num(entry['value']), int(bps), len(clients), sum(r for r in retransmits if isinstance(r, int)) if any(
+            isinstance(r, int) for r in retransmits) else None)
+    unpinned = [c['affinity_note'] for c in clients if c.get('affinity_note')]
+    if unpinned:
+        # The module could not pin them (the core is not one the host lets it run on): said next to the figure.
+        entry['as_printed'] += '; %d process(es) unpinned: %s' % (len(unpinned), unpinned[0])
+    text = '\n'.join(c.get('stdout') or '' for c in clients)
     entry['verbatim'] = [line.rstrip() for line in text.splitlines() if 'receiver' in line or 'SUM' in line][-3:]
+    if len(clients) > 1:
+        entry['raw'] = ''.join('# iperf3 process %d: %s\n%s\n' % (i + 1, c.get('cmd'), (c.get('stdout') or '').rstrip('\n'))
+                               for i, c in enumerate(clients))
+    bound = _cpu_bound(clients, cpu_bound_percent)
+    if bound:
+        entry['error'] = 'CPU-bound: %s; the figure measures the CPU, not the link' % ', '.join(bound)
+        entry['error_class'], entry['error_side'] = 'cpu_bound', 'ours'
     return entry
 
 
@@ -230,6 +262,133 @@ def pause_rates(snapshots, subject, metric, peer, netdevs=None):
         top = sorted(rates.items(), key=lambda kv: -kv[1])[:3]
         entry['as_printed'] = '%s pause frames/s over %s s (%s)' % (int(round(entry['value'])), int(round(seconds)), ', '.join(
             '%s +%s' % (k, (deltas.get('deltas') or {}).get(k)) for k, _v in top) or 'no pause-frame counters')
+    return entries
+
+
+def _side(snapshot, box):
+    """One box's reads of a counter snapshot: {nic, rdma}.  A bare nic_info result is the node's (older callers)."""
+    snapshot = snapshot or {}
+    if 'node' in snapshot or 'peer' in snapshot:
+        reads = snapshot.get(box) or {}
+        reads = reads.get('reads', reads) if isinstance(reads, dict) else {}
+        return {'nic': reads.get('nic') or {}, 'rdma': reads.get('rdma') or {}}
+    return {'nic': snapshot if box == 'node' else {}, 'rdma': {}}
+
+
+def _pause_rate(before, after, netdev):
+    """(rate, seconds, top counters text) of one netdev between two nic_info snapshots, or (None, None, why)."""
+    first, first_time = _snapshot(before, netdev)
+    second, second_time = _snapshot(after, netdev)
+    if not first or not second or first_time is None or second_time is None:
+        return None, None, 'no ethtool -S counters of %s %s the sustained test' % (netdev, 'before' if not first else 'after')
+    seconds = float(second_time) - float(first_time)
+    if seconds <= 0:
+        return None, None, 'the counter snapshots of %s are not in time order' % netdev
+    deltas = counter_deltas(first, second, seconds)
+    rates = dict((k, v) for k, v in (deltas.get('rates_per_s') or {}).items() if is_pause_frame_counter(k) and v is not None)
+    top = sorted(rates.items(), key=lambda kv: -kv[1])[:3]
+    text = ', '.join('%s +%s' % (k, (deltas.get('deltas') or {}).get(k)) for k, _v in top) or 'no pause-frame counters'
+    return (max(rates.values()) if rates else 0.0), seconds, text
+
+
+def pause_figures(snapshots, metric, peer, netdevs, peer_of=None):
+    """Pause frames per second of each node RoCE netdev between the snapshots, with the peer's own rate beside it (the
+    report says which end's counters moved); the node's rate is the figure."""
+    before, after = snapshots.get('before') or {}, snapshots.get('after') or {}
+    node = (_side(before, 'node')['nic'], _side(after, 'node')['nic'])
+    far = (_side(before, 'peer')['nic'], _side(after, 'peer')['nic'])
+    entries = []
+    for netdev in netdevs:
+        entry = _base('pause_rate', netdev, metric, peer, {})
+        entry['id'] = '%s:%s' % (metric, netdev)
+        entry['unit'] = '/s'
+        entries.append(entry)
+        value, seconds, text = _pause_rate(node[0], node[1], netdev)
+        if value is None:
+            entry['error'], entry['error_class'], entry['error_side'] = text, 'counters_unavailable', 'ours'
+            continue
+        entry['value'] = value
+        entry['as_printed'] = '%s pause frames/s over %s s (%s)' % (int(round(value)), int(round(seconds)), text)
+        other = (peer_of or {}).get(netdev)
+        if other:
+            far_value, _far_seconds, far_text = _pause_rate(far[0], far[1], other)
+            entry['peer_value'] = far_value
+            entry['as_printed'] += '; %s %s: %s' % (peer, other, '%s pause frames/s (%s)' % (int(round(far_value)), far_text)
+                                                    if far_value is not None else far_text)
+    return entries
+
+
+# InfiniBand port counters (sysfs counters/) that count errors on the link: the figure is their sum over the run.
+IB_ERROR_COUNTERS = ('symbol_error', 'link_downed', 'port_rcv_errors')
+
+
+def _ib_counters(rdma, device):
+    ports = (((rdma or {}).get('devices') or {}).get(device) or {}).get('ports') or {}
+    for _number, port in sorted(ports.items()):
+        return port.get('counters') or {}
+    return {}
+
+
+def _ib_deltas(before, after, device):
+    """({counter: delta}, seconds) of one device's port between two rdma_info snapshots, or (None, why)."""
+    first, second = _ib_counters(before, device), _ib_counters(after, device)
+    if not first or not second:
+        return None, 'no port counters of %s %s the sustained test' % (device, 'before' if not first else 'after')
+    seconds = None
+    if before.get('counters_at') is not None and after.get('counters_at') is not None:
+        seconds = float(after['counters_at']) - float(before['counters_at'])
+    deltas = {}
+    for name in IB_ERROR_COUNTERS + ('port_xmit_wait',):
+        if first.get(name) is None or second.get(name) is None:
+            continue
+        if second[name] < first[name]:
+            return None, '%s of %s went back from %s to %s during the test (reset or wrapped)' % (name, device, first[name], second[name])
+        deltas[name] = second[name] - first[name]
+    return (deltas, seconds), None
+
+
+def ib_counter_figures(snapshots, metrics, peer, devices, peer_of=None):
+    """Per node InfiniBand rail, the port error counters' growth (``ib_port_errors``) and PortXmitWait ticks per second
+    (``ib_xmit_wait_per_s``) over the sustained test, read on the node and on the peer's paired port; the node's growth
+    is the figure, and ``moved`` / the printed line say which end's counters grew."""
+    errors_metric, wait_metric = metrics
+    before, after = snapshots.get('before') or {}, snapshots.get('after') or {}
+    node = (_side(before, 'node')['rdma'], _side(after, 'node')['rdma'])
+    far = (_side(before, 'peer')['rdma'], _side(after, 'peer')['rdma'])
+    entries = []
+    for device in devices:
+        errors, wait = _base('ib_counters', device, errors_metric, peer, {}), _base('ib_counters', device, wait_metric, peer, {})
+        errors['unit'], wait['unit'] = 'errors', '/s'
+        entries += [errors, wait]
+        found, why = _ib_deltas(node[0], node[1], device)
+        if found is None:
+            for entry in (errors, wait):
+                entry['error'], entry['error_class'], entry['error_side'] = why, 'counters_unavailable', 'ours'
+            continue
+        deltas, seconds = found
+        other = (peer_of or {}).get(device)
+        far_found, far_why = _ib_deltas(far[0], far[1], other) if other else (None, 'no peer port')
+        total = sum(deltas.get(name, 0) for name in IB_ERROR_COUNTERS)
+        errors['value'] = total
+        far_errors, far_text, far_deltas = None, far_why, {}
+        if far_found:
+            far_deltas = far_found[0]
+            far_errors = sum(far_deltas.get(name, 0) for name in IB_ERROR_COUNTERS)
+            far_text = '+%d (%s)' % (far_errors, ', '.join('%s +%d' % (n, far_deltas.get(n, 0)) for n in IB_ERROR_COUNTERS))
+        errors['moved'] = [box for box, grew in (('node', total), (peer, far_errors)) if grew]
+        errors['as_printed'] = '%s +%d (%s); %s %s %s' % (
+            device, total, ', '.join('%s +%d' % (n, deltas.get(n, 0)) for n in IB_ERROR_COUNTERS), peer, other, far_text)
+        if errors['moved']:
+            errors['as_printed'] += '; grew on: %s' % ', '.join(errors['moved'])
+        if 'port_xmit_wait' not in deltas or not seconds or seconds <= 0:
+            wait['error'] = 'no PortXmitWait counter of %s, or no time between its snapshots' % device
+            wait['error_class'], wait['error_side'] = 'counters_unavailable', 'ours'
+            continue
+        wait['value'] = deltas['port_xmit_wait'] / seconds
+        far_wait = far_deltas.get('port_xmit_wait') if far_found else None
+        wait['as_printed'] = '%s %s ticks/s over %s s; %s %s %s' % (
+            device, _num(wait['value']), int(round(seconds)), peer, other,
+            '+%s ticks' % far_wait if far_wait is not None else (far_why or 'no PortXmitWait'))
     return entries
 
 
@@ -371,7 +530,7 @@ def _dcgmi_level_entry(result, subject, peer, reason):
 def _box_of(run, end):
     """Which box ran the module: ``end`` is the box itself ('node', 'peer') or an end of the run ('client', 'server')."""
     if end in ('client', 'server'):
-        return ((run or {}).get(end) or {}).get('on') or 'node'
+        return ((run or {}).get(end) or {}).get('on') or (run or {}).get('%s_on' % end) or 'node'
     return end or 'node'
 
 
@@ -398,15 +557,22 @@ def _run_measurements(result, run, peer):
     entry = catalogue.test(run.get('test'))
     module = entry['module']
     if entry['scope'] == catalogue.SCOPE_ALL_HCAS:
-        netdevs = sorted(set(c.get('netdev') for c in run.get('clients') or [] if c.get('netdev')))
+        counters = run.get('counters')
+        if counters is None:  # a run planned before the rails carried their link layer: every netdev's pause frames
+            netdevs = sorted(set(c.get('netdev') for c in run.get('clients') or [] if c.get('netdev')))
+            return ([aggregate_bw(result.get('clients'), run.get('subject'), run['metric'], peer)]
+                    + pause_rates(result, run.get('subject'), run['pause_metric'], peer, netdevs))
+        pairs = dict((c.get('netdev'), c.get('peer_netdev')) for c in run.get('clients') or [] if c.get('netdev'))
         return ([aggregate_bw(result.get('clients'), run.get('subject'), run['metric'], peer)]
-                + pause_rates(result, run.get('subject'), run['pause_metric'], peer, netdevs))
+                + pause_figures(result, run['pause_metric'], peer, counters.get('node_netdevs') or [], pairs)
+                + ib_counter_figures(result, (run['ib_error_metric'], run['ib_wait_metric']), peer, counters.get('node_devices') or [],
+                                     counters.get('peer_of')))
     if module == 'perftest':
         reader = perftest_lat if catalogue.metric(run['metric'])['reads'] == 'perftest_lat' else perftest_bw
         return [_directed(reader(result, run.get('subject'), run['metric'], peer), run)]
     subject = run.get('subject')
     if module == 'iperf3':
-        return [_directed(iperf3(result, subject, 'iperf3_gbps', peer), run)]
+        return [_directed(iperf3(result, subject, 'iperf3_gbps', peer, run.get('cpu_bound_percent')), run)]
     if module == 'jumbo_ping':
         return [ping(result, subject, 'jumbo_ping_loss_pct', peer, 'loss'), ping(result, subject, 'jumbo_ping_rtt_ms', peer, 'rtt')]
     if module == 'nccl_tests':
@@ -417,10 +583,16 @@ def _run_measurements(result, run, peer):
 
 
 def _directed(entry, run):
-    """A one-session figure keeps its run's id and direction (the reverse direction's id is marked) and both devices."""
+    """A one-session figure keeps its run's id and direction (the reverse direction's id is marked), both devices and how
+    the plan paired them, and why the plan records it without grading it (``ungraded``: iperf3 over IPoIB)."""
     entry['id'] = run.get('id') or entry['id']
     entry['direction'] = run.get('direction')
     entry['peer_device'] = run.get('peer_device')
+    if run.get('paired_by'):
+        # How the plan matched the node's rail with the peer's (netval_rails, device name, subnet).
+        entry['paired_by'] = run['paired_by']
+    if run.get('ungraded'):
+        entry['ungraded'] = run['ungraded']
     return entry
 
 

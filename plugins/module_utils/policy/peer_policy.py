@@ -49,10 +49,12 @@ PEER_CHECKS = ('tool', 'port_state', 'port_rate', 'nic_count', 'pcie_link', 'fir
 PEER_GPU_CHECKS = ('gpu_count', 'gpu_xid', 'gpu_ecc', 'fabric_manager', 'persistence_mode')
 
 
-def qualify_peer(result, profile):
+def qualify_peer(result, profile, devices=None):
     """{qualified, reasons, notes, checked} of one peer from its delegated preflight_info result (a loop item's), graded as
-    preflight grades a node of ``profile``'s tier.  A peer that could not be reached or read, or whose qualifying findings
-    are marginal or reject, is not qualified; unknown findings are notes (a tool missing on the peer proves nothing against it).
+    preflight grades a node of ``profile``'s tier, over the peer's own compute rails (``devices``: its inventory
+    netval_rdma_devices, else the profile's nics.select chooses them).  A peer that could not be reached or read, or whose
+    qualifying findings are marginal or reject, is not qualified; unknown findings are notes (a tool missing on the peer
+    proves nothing against it).
     """
     if not isinstance(result, Mapping) or result.get('skipped'):
         return {'qualified': False, 'reasons': ['not checked'], 'notes': [], 'checked': []}
@@ -64,7 +66,7 @@ def qualify_peer(result, profile):
         return {'qualified': False, 'reasons': ['its reads failed: %s' % ' '.join(str(result.get('msg') or 'no reads').split())],
                 'notes': [], 'checked': []}
     checks = PEER_CHECKS + (PEER_GPU_CHECKS if ((profile.get('tests') or {}).get('nccl') or {}).get('enabled') else ())
-    found = [f for f in preflight_findings(dict(reads), profile) if f.get('check') in checks]
+    found = [f for f in preflight_findings(dict(reads), profile, devices or None) if f.get('check') in checks]
     reasons = ['%s: %s' % (f['check'], f.get('detail')) for f in found if f.get('status') in ('marginal', 'reject')]
     if not (reads.get('rdma') or {}).get('live_ports'):
         reasons.append('no live RDMA port')
@@ -72,12 +74,15 @@ def qualify_peer(result, profile):
     return {'qualified': not reasons, 'reasons': reasons, 'notes': notes, 'checked': sorted(set(f['check'] for f in found))}
 
 
-def qualify_peers(results, profile):
-    """{peer: qualify_peer(...)} for the looped, delegated preflight_info results of the known-good peers."""
+def qualify_peers(results, profile, devices=None):
+    """{peer: qualify_peer(...)} for the looped, delegated preflight_info results of the known-good peers; ``devices``
+    maps a peer to its own rails (netval_rdma_devices), a peer not in it has its rails chosen by the profile."""
+    devices = devices if isinstance(devices, Mapping) else {}
     qualified = {}
     for result in results or []:
         if isinstance(result, Mapping) and result.get('item'):
-            qualified[str(result['item'])] = qualify_peer(result, profile)
+            peer = str(result['item'])
+            qualified[peer] = qualify_peer(result, profile, devices.get(peer))
     return qualified
 
 

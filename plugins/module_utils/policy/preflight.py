@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.kernel_log
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.pcie import normalize_bdf
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.rdma import STATE_ACTIVE
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import gpudirect
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import rails
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.verdict import HEALTHY, INFO, MARGINAL, REJECT, UNKNOWN, line_may_reject
 
 # A provider's burn-in leaves application Xids behind (information); row-remapping events are graded by the remapping state.
@@ -136,6 +137,7 @@ CONFIGURED_CHECKS = {
     'roce_v2_gid': {},
     'irq_locality': {'min_fraction_local': "the least fraction of a NIC's IRQs whose affinity lies on the NIC's own NUMA node"},
     'link_fec': {'allowed': 'the FEC modes mlxlink may report on a live link (matched ignoring case, spaces and punctuation)'},
+    'rail_mtu': {'ethernet_min': 'the least MTU an Ethernet (RoCE) rail netdev may have (IPoIB rails keep their own)'},
     'link_ber': {'effective_max': "the highest effective (post-FEC) physical BER mlxlink may report on a live link",
                  'raw_max': 'the highest raw (pre-FEC) physical BER, or null not to grade it'},
     'dcgm_hostengine': {},
@@ -151,7 +153,7 @@ def preflight_errors(profile):
     checks = (profile or {}).get('preflight') or {}
     if not isinstance(checks, dict):
         return ['preflight must be a mapping of check name to its settings, got %r' % (checks,)]
-    errors = []
+    errors = rails.selector_errors(((profile or {}).get('nics') or {}).get('select'))
     for check in sorted(checks):
         spec = checks[check]
         if check not in CONFIGURED_CHECKS:
@@ -195,35 +197,81 @@ def check_gpu_memory(gpu, profile):
     return findings
 
 
-def check_ports(rdma, profile, live_only=False):
+def rail_selection(rdma, profile, devices=None):
+    """Which RDMA ports of the box are its compute rails (policy/rails.py), None when rdma_info gave nothing."""
+    if rdma is None:
+        return None
+    return rails.select_rails(rdma, rails.rail_selector(profile, devices))
+
+
+def _rail_pcis(selection):
+    """PCI addresses (lower case) of the devices with a rail port; None grades every device (no selection made)."""
+    if selection is None:
+        return None
+    return set(str(p.get('pci_address')).lower() for p in selection['ports'] if p['selected'] and p.get('pci_address'))
+
+
+def _rail_devices(selection):
+    return None if selection is None else set(selection['devices'])
+
+
+def _not_a_rail(port):
+    subject = '%s/%s' % (port['device'], port['port'])
+    return finding('rail_selection', subject, INFO, 'a compute rail', port.get('why'),
+                   '%s is not a compute rail (%s): recorded in the evidence, not graded' % (subject, port.get('why')))
+
+
+def check_ports(rdma, profile, live_only=False, selection=None):
+    """The compute rails' ports: Active at the tier's rate, and at least the tier's count of them.
+
+    Only the rails (``selection``, policy/rails.py) are graded; every other port is an ``info`` finding.  A rail that
+    is not Active blocks only when the box has fewer Active rails than the tier's count: a second port of a storage
+    card that is not cabled, which a selector by rate cannot tell from a rail, changes nothing.  ``live_only`` (the
+    two-box pair) never rejects a port that is not Active.
+    """
     if rdma is None:
         # rdma_info gave nothing: its 'tool' finding says so; 0 Active ports would blame the node for our failure.
         return []
+    selection = selection or rail_selection(rdma, profile)
     findings = []
     nics = profile.get('nics') or {}
     rate = nics.get('rate_gbps')
     layer = nics.get('link_layer') or 'any'
-    active = 0
-    for device, port, _info, pinfo in _ports(rdma):
-        subject = '%s/%s' % (device, port)
-        if not _state_active(pinfo):
-            if not live_only:
-                findings.append(finding('port_state', device, REJECT, 'Active', pinfo.get('state'),
-                                        '%s port %s is %s (%s), expected Active' % (device, port, pinfo.get('state'), pinfo.get('phys_state')),
-                                        blocking=True))
-            continue
-        active += 1
-        if rate and pinfo.get('rate_gbps') is not None and float(pinfo['rate_gbps']) < float(rate):
-            findings.append(finding('port_rate', device, REJECT, '%s Gb/s' % rate, '%s Gb/s' % pinfo['rate_gbps'],
-                                    '%s port %s runs at %s Gb/s, expected %s' % (device, port, pinfo['rate_gbps'], rate)))
-        elif layer != 'any' and pinfo.get('link_layer') and pinfo['link_layer'] != layer:
-            findings.append(finding('port_rate', device, MARGINAL, layer, pinfo['link_layer'],
-                                    '%s port %s link layer %s, expected %s' % (device, port, pinfo['link_layer'], layer)))
-        else:
-            findings.append(finding('port_state', subject, HEALTHY, 'Active', pinfo.get('state'), '%s Active at %s Gb/s' % (subject, pinfo.get('rate_gbps'))))
     expected = nics.get('count')
-    if expected and active < expected:
-        findings.append(finding('nic_count', 'nics', REJECT, expected, active, '%s of %s RDMA ports Active' % (active, expected), blocking=True))
+    chosen = [p for p in selection['ports'] if p['selected']]
+    active = [p for p in chosen if p['active']]
+    short = bool(expected) and len(active) < expected
+    for port in chosen:
+        device, number = port['device'], port['port']
+        subject = '%s/%s' % (device, number)
+        if not port['active']:
+            if short and not live_only:
+                findings.append(finding('port_state', device, REJECT, 'Active', port.get('state'),
+                                        '%s port %s is %s (%s), expected Active' % (device, number, port.get('state'), port.get('phys_state')),
+                                        blocking=True))
+            else:
+                findings.append(finding('port_state', subject, INFO, 'Active', port.get('state'),
+                                        '%s is %s (%s): not counted, the node has the %s Active rails the tier needs'
+                                        % (subject, port.get('state'), port.get('phys_state'), expected or len(active))))
+            continue
+        if rate and port.get('rate_gbps') is not None and float(port['rate_gbps']) < float(rate):
+            findings.append(finding('port_rate', device, REJECT, '%s Gb/s' % rate, '%s Gb/s' % port['rate_gbps'],
+                                    '%s port %s runs at %s Gb/s, expected %s' % (device, number, port['rate_gbps'], rate)))
+        elif layer != 'any' and port.get('link_layer') and port['link_layer'] != layer:
+            findings.append(finding('port_rate', device, MARGINAL, layer, port['link_layer'],
+                                    '%s port %s link layer %s, expected %s' % (device, number, port['link_layer'], layer)))
+        else:
+            findings.append(finding('port_state', subject, HEALTHY, 'Active', port.get('state'), '%s Active at %s Gb/s' % (subject, port.get('rate_gbps'))))
+    findings.extend(_not_a_rail(port) for port in selection['ports'] if not port['selected'])
+    if short:
+        others = ['%s/%s %s' % (p['device'], p['port'], p['why']) for p in selection['ports'] if not p['selected'] and p['active']]
+        findings.append(finding('nic_count', 'nics', REJECT, expected, len(active),
+                                '%s of %s compute rails Active%s' % (len(active), expected, ' (left out: %s)' % '; '.join(others) if others else ''),
+                                blocking=True))
+    elif expected and len(active) > expected:
+        findings.append(finding('nic_count', 'nics', INFO, expected, len(active),
+                                '%d Active ports match the rail selector, the tier counts %d: every one is tested; name the rails '
+                                '(netval_rdma_devices or nics.select.netdev_pattern) to leave the others out' % (len(active), expected)))
     return findings
 
 
@@ -252,10 +300,12 @@ def is_virtual_function(device):
             or bool((device.get('lspci') or {}).get('virtual_function')))
 
 
-def check_pcie(pcie, profile, rdma=None):
+def check_pcie(pcie, profile, rdma=None, selection=None):
     """Each NIC's PCIe link: below its own capability (degraded) is a hardware fact (reject); at its capability but below the
-    profile's line is a reject where the line is the runbook's or the contract's (``pcie.source``), marginal where it is ours."""
+    profile's line is a reject where the line is the runbook's or the contract's (``pcie.source``), marginal where it is ours.
+    Only the rails are graded (``selection``, policy/rails.py)."""
     findings = []
+    rail_pcis = _rail_pcis(selection)
     alternatives = (profile.get('pcie') or {}).get('nic') or []
     below_line = REJECT if line_may_reject(profile.get('pcie')) else MARGINAL
     # Name NICs the way operators and perftest do (mlx5_0), not only by PCI address.
@@ -267,6 +317,8 @@ def check_pcie(pcie, profile, rdma=None):
         if device.get('kind') != 'nic' or is_virtual_function(device):
             # An SR-IOV VF has no link of its own (lspci: "Speed unknown (downgraded), Width x0"): never graded as one.
             continue
+        if rail_pcis is not None and str(device.get('bdf')).lower() not in rail_pcis:
+            continue  # a storage or front-end NIC: its rail_selection finding says why it is not graded
         link = device.get('link') or {}
         assessment = device.get('assessment') or {}
         current = {'speed': link.get('current_speed_gts'), 'width': link.get('current_width')}
@@ -382,7 +434,7 @@ def check_memlock(host, profile):
                     % (user, soft, '' if soft == 'unlimited' else ' KiB', spec['min_kib'], where))]
 
 
-def check_roce_gids(rdma, profile):
+def check_roce_gids(rdma, profile, selection=None):
     """Every live, addressed RoCE port has a GID index carrying RoCE v2 with its IPv4 (what perftest -x and NCCL_IB_GID_INDEX use).
 
     A live port without an IPv4 address is not graded: it carries no test traffic (the second PCI path of a DGX Spark's
@@ -392,8 +444,11 @@ def check_roce_gids(rdma, profile):
     if spec is None or rdma is None:
         return []
     roce_profile = (profile.get('nics') or {}).get('link_layer') == 'Ethernet'
+    rail_devices = _rail_devices(selection)
     findings = []
     for device, port, info, pinfo in _ports(rdma):
+        if rail_devices is not None and device not in rail_devices:
+            continue
         layer = pinfo.get('link_layer')
         if not _state_active(pinfo) or not (layer == 'Ethernet' or (roce_profile and layer is None)):
             continue
@@ -428,15 +483,18 @@ def _names_by_pci(rdma):
     return names
 
 
-def check_irq_locality(host, rdma, profile):
+def check_irq_locality(host, rdma, profile, selection=None):
     """The fraction of each RDMA NIC's IRQs whose affinity lies on the NIC's NUMA node (host_tuning_info irq_placement)."""
     spec = _spec(profile, 'irq_locality')
     if spec is None or host is None:
         return []
     names = _names_by_pci(rdma)
     floor = float(spec['min_fraction_local'])
+    rail_pcis = _rail_pcis(selection)
     findings = []
     for bdf, placement in sorted((host.get('irq_placement') or {}).items()):
+        if rail_pcis is not None and bdf.lower() not in rail_pcis:
+            continue
         subject = names.get(bdf.lower(), bdf)
         fraction = placement.get('fraction_local')
         expected = '>= %s of IRQs on NUMA node %s' % (floor, placement.get('numa_node'))
@@ -465,7 +523,7 @@ def _live_pcis(rdma):
     return set(str(info.get('pci_address')).lower() for device, _port, info, pinfo in _ports(rdma) if _state_active(pinfo))
 
 
-def check_link_quality(firmware, rdma, profile):
+def check_link_quality(firmware, rdma, profile, selection=None):
     """FEC mode and BER of each live link as mlxlink reports them (mlx_fw_info ``link``); a missing mlxlink is our gap."""
     fec = _spec(profile, 'link_fec')
     ber = _spec(profile, 'link_ber')
@@ -473,9 +531,10 @@ def check_link_quality(firmware, rdma, profile):
         return []
     names = _names_by_pci(rdma)
     live = _live_pcis(rdma)
+    rail_pcis = _rail_pcis(selection)
     findings = []
     for device, info in sorted((firmware.get('devices') or {}).items()):
-        if 'link' not in info:
+        if 'link' not in info or (rail_pcis is not None and str(device).lower() not in rail_pcis):
             continue
         link = info.get('link') or {}
         subject = names.get(str(device).lower(), device)
@@ -609,15 +668,18 @@ def _floor_for(versions, keys):
     return None, None
 
 
-def check_firmware(firmware, profile, rdma=None):
+def check_firmware(firmware, profile, rdma=None, selection=None):
     """Each NIC at or above its model's minimum firmware (contract data, by PSID, part number or model name); one version per
     model.  A NIC whose adapter could not be read (mlx_fw_info ``error``) is unknown, on that NIC alone."""
     minimum = _spec(profile, 'firmware_min_version')
     uniform = _spec(profile, 'firmware_uniform')
     names = _rdma_names(rdma)
+    rail_pcis = _rail_pcis(selection)
     findings = []
     by_model = {}
     for device, info in sorted(((firmware or {}).get('devices') or {}).items()):
+        if rail_pcis is not None and str(device).lower() not in rail_pcis:
+            continue
         if info.get('error'):
             label = '%s (%s)' % (names[device.lower()], device) if device.lower() in names else device
             findings.append(finding('firmware_read', device, UNKNOWN, 'flint and mlxconfig output', None,
@@ -655,19 +717,55 @@ def _uniform_detail(model, devices, seen):
         model, ', '.join(odd), count[majority], majority)
 
 
-def check_nic_tuning(nic, firmware, profile):
+def _ipoib(info, layers, netdev):
+    """Whether a netdev is IPoIB: its RDMA device's link layer, else its driver (mlx5_core[ib_ipoib])."""
+    layer = layers.get(info.get('rdma_device'))
+    if layer:
+        return layer == 'InfiniBand'
+    return 'ipoib' in str((info.get('driver') or {}).get('driver') or '') or str(netdev).startswith('ib')
+
+
+def _against_maximum(netdev, what, current, wanted, maximum):
+    """Healthy when ``current`` reaches the contract, or the NIC's pre-set maximum where the contract asks for more."""
+    floor = min(wanted, maximum) if maximum else wanted
+    status = HEALTHY if current >= floor else MARGINAL
+    if maximum and wanted > maximum and current >= maximum:
+        detail = '%s %s %s at its maximum, the contract asks %s' % (netdev, what, current, wanted)
+    else:
+        detail = '%s %s %s%s' % (netdev, what, current, ', maximum %s' % maximum if maximum else '')
+    return status, '>= %s' % floor, detail
+
+
+def check_nic_tuning(nic, firmware, profile, selection=None):
+    """Ring and channels of the rails' netdevs against the contract and the NIC's own maximum; CQE compression per NIC.
+
+    mlx5 pre-sets an RX ring maximum of 8192: a contract asking 16384 is met at the maximum ("at its maximum, the
+    contract asks 16384").  IPoIB netdevs are not graded: RDMA traffic does not use their rings or channels.
+    """
     findings = []
     spec = profile.get('nic_tuning') or {}
+    rail_devices = _rail_devices(selection)
+    layers = dict((p['device'], p.get('link_layer')) for p in (selection or {}).get('ports') or [])
     for netdev, info in sorted(((nic or {}).get('nics') or {}).items()):
-        ring = ((info.get('ring') or {}).get('current') or {}).get('rx')
-        if spec.get('rx_ring_min') and ring is not None:
-            status = HEALTHY if ring >= spec['rx_ring_min'] else MARGINAL
-            findings.append(finding('rx_ring', netdev, status, '>= %s' % spec['rx_ring_min'], ring, '%s RX ring %s' % (netdev, ring)))
-        channels = ((info.get('channels') or {}).get('current') or {}).get('combined')
-        if spec.get('channels_min') and channels is not None:
-            status = HEALTHY if channels >= spec['channels_min'] else MARGINAL
-            findings.append(finding('channels', netdev, status, '>= %s' % spec['channels_min'], channels, '%s combined channels %s' % (netdev, channels)))
+        if rail_devices is not None and info.get('rdma_device') not in rail_devices:
+            continue
+        if _ipoib(info, layers, netdev):
+            continue
+        ring = info.get('ring') or {}
+        current = (ring.get('current') or {}).get('rx')
+        if spec.get('rx_ring_min') and current is not None:
+            status, expected, detail = _against_maximum(netdev, 'RX ring', current, spec['rx_ring_min'], (ring.get('maximum') or {}).get('rx'))
+            findings.append(finding('rx_ring', netdev, status, expected, current, detail))
+        channels = info.get('channels') or {}
+        combined = (channels.get('current') or {}).get('combined')
+        if spec.get('channels_min') and combined is not None:
+            status, expected, detail = _against_maximum(netdev, 'combined channels', combined, spec['channels_min'],
+                                                        (channels.get('maximum') or {}).get('combined'))
+            findings.append(finding('channels', netdev, status, expected, combined, detail))
+    rail_pcis = _rail_pcis(selection)
     for device, info in sorted(((firmware or {}).get('devices') or {}).items()):
+        if rail_pcis is not None and str(device).lower() not in rail_pcis:
+            continue
         cqe = info.get('cqe_compression') or {}
         if spec.get('cqe_compression') and cqe:
             status = HEALTHY if cqe.get('enabled') else MARGINAL
@@ -872,29 +970,56 @@ def usable_facts(facts):
     return usable, findings
 
 
-def preflight_findings(facts, profile):
-    """All findings for one node.  ``facts`` maps rdma/pcie/nic/firmware/gpu/host to module results (or None)."""
+def preflight_findings(facts, profile, devices=None):
+    """All findings for one node.  ``facts`` maps rdma/pcie/nic/firmware/gpu/host to module results (or None);
+    ``devices`` is the node's explicit list of rails (inventory netval_rdma_devices), else the profile's nics.select
+    chooses them.  Only the rails are graded (policy/rails.py)."""
     live_only = bool((profile.get('nics') or {}).get('live_only'))
     facts, findings = usable_facts(facts)
+    selection = rail_selection(facts.get('rdma'), profile, devices)
     gdr = gpudirect.decide(facts.get('gpu'), facts.get('host'))
     findings += check_gpus(facts.get('gpu'), profile)
-    findings += check_ports(facts.get('rdma'), profile, live_only)
-    findings += check_pcie(facts.get('pcie'), profile, facts.get('rdma'))
+    findings += check_ports(facts.get('rdma'), profile, live_only, selection)
+    findings += check_pcie(facts.get('pcie'), profile, facts.get('rdma'), selection)
     findings += check_host(facts.get('host'), profile, gdr)
     findings += check_hugepages_cmdline(facts.get('host'), profile)
-    findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile)
-    findings += check_firmware(facts.get('firmware'), profile, facts.get('rdma'))
+    findings += check_nic_tuning(facts.get('nic'), facts.get('firmware'), profile, selection)
+    findings += check_rail_mtu(facts.get('nic'), profile, selection)
+    findings += check_firmware(facts.get('firmware'), profile, facts.get('rdma'), selection)
     findings += check_gpu_memory(facts.get('gpu'), profile)
     findings += check_memlock(facts.get('host'), profile)
-    findings += check_roce_gids(facts.get('rdma'), profile)
-    findings += check_irq_locality(facts.get('host'), facts.get('rdma'), profile)
-    findings += check_link_quality(facts.get('firmware'), facts.get('rdma'), profile)
+    findings += check_roce_gids(facts.get('rdma'), profile, selection)
+    findings += check_irq_locality(facts.get('host'), facts.get('rdma'), profile, selection)
+    findings += check_link_quality(facts.get('firmware'), facts.get('rdma'), profile, selection)
     findings += check_gpudirect(facts.get('gpu'), facts.get('host'), profile)
     findings += check_dcgm_hostengine(facts.get('gpu'), profile)
     findings += check_fabric_manager(facts.get('gpu'), profile)
     findings += check_persistence_mode(facts.get('gpu'), profile)
     findings += check_pcie_acs(facts.get('pcie'), facts.get('gpu'), facts.get('rdma'), profile)
     findings += check_thermal(facts.get('gpu'), profile)
+    return findings
+
+
+def check_rail_mtu(nic, profile, selection=None):
+    """Ethernet (RoCE) rails carry at least the contract's jumbo MTU; an IPoIB rail's own MTU (2044, 4092) is right as it is.
+
+    The jumbo ping then tests the path at the interface's MTU: a path that carries less than the interface is the fault.
+    """
+    spec = _spec(profile, 'rail_mtu')
+    if spec is None or nic is None:
+        return []
+    rail_devices = _rail_devices(selection)
+    layers = dict((p['device'], p.get('link_layer')) for p in (selection or {}).get('ports') or [])
+    findings = []
+    for netdev, info in sorted((nic.get('nics') or {}).items()):
+        if (rail_devices is not None and info.get('rdma_device') not in rail_devices) or _ipoib(info, layers, netdev):
+            continue
+        mtu = info.get('mtu')
+        if mtu is None:
+            continue
+        ok = int(mtu) >= int(spec['ethernet_min'])
+        findings.append(finding('rail_mtu', netdev, HEALTHY if ok else spec['severity'], '>= %s' % spec['ethernet_min'], mtu,
+                                '%s MTU %s%s' % (netdev, mtu, '' if ok else ', the contract asks %s on Ethernet rails' % spec['ethernet_min'])))
     return findings
 
 

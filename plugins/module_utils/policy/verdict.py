@@ -128,6 +128,11 @@ OUR_SIDE_FIXES = {
                           'and re-run the tier\'s dcgmi level',
     # The plan knew up front (its reason says why): nothing to fix in the run itself.
     'not_measurable': 'the test plan could not include it; resolve the reason given, then re-run',
+    'cpu_bound': 'the iperf3 processes ran out of CPU, so the figure measures the CPU and not the link: run more processes '
+                 '(tests.iperf3.processes) pinned to the NIC\'s NUMA cores, iperf3 3.16 or later (one thread per stream), '
+                 'the performance governor, then re-run',
+    'counters_unavailable': 'the port counters could not be read before and after the test on both boxes: check rdma_info / '
+                            'ethtool -S on the box named, then re-run',
 }
 DEFAULT_OUR_SIDE_FIX = 'read the error, fix the test setup on our side and re-run'
 
@@ -318,6 +323,10 @@ def grade_measurements(measurements, thresholds):
             entry['status'] = UNKNOWN
             entry['error'] = 'the figure %r is not a finite number' % (value,)
             entry['error_class'] = entry.get('error_class') or 'parse_error'
+        elif entry.get('ungraded'):
+            # The plan records this figure without grading it (iperf3 over IPoIB, unless the contract grades it).
+            entry['status'] = INFO
+            entry['expected'] = entry['ungraded']
         elif threshold is None:
             entry['status'] = INFO
             entry['expected'] = 'no threshold for %s in this profile' % metric
@@ -809,6 +818,25 @@ def rule_pfc_pause(results, _found):
                    [t.get('subject') for t in bad], bad)]
 
 
+def rule_ib_link_errors(results, _found):
+    bad = results.tests_of(('ib_errors',))
+    if not bad:
+        return []
+    return [_cause('ib_link_errors', 'InfiniBand port error counters grew on the node during the sustained test (%s): the link of '
+                   'that rail drops or corrupts symbols under load; check and replace its cable or transceiver (mlxlink BER), '
+                   'then re-test that rail.' % '; '.join(t.get('as_printed') or _figure(t) for t in bad),
+                   [t.get('subject') for t in bad], bad)]
+
+
+def rule_ib_congestion(results, _found):
+    bad = results.tests_of(('ib_congestion',))
+    if not bad:
+        return []
+    return [_cause('ib_congestion', 'InfiniBand PortXmitWait grew fast on the node during the sustained test (%s): the port waited '
+                   'for credits - congestion on the rail\'s switch ports or a slow receiver; check the switch port and the '
+                   'peer\'s counters.' % '; '.join(t.get('as_printed') or _figure(t) for t in bad), [t.get('subject') for t in bad], bad)]
+
+
 def rule_jumbo_path(results, _found):
     bad = results.tests_of(('ping',))
     if not bad:
@@ -965,6 +993,9 @@ CAUSE_RULES = (
     CauseRule('pcie_link', 'a NIC\'s PCIe link is below the contract or its capability (one cause per NIC)', (), rule_pcie_link),
     CauseRule('pcie_errors', 'PCIe AER errors were logged during the tests', (), rule_pcie_errors),
     CauseRule('pfc_pause', 'a pause-family figure above healthy', (), rule_pfc_pause),
+    CauseRule('ib_link_errors', 'an InfiniBand rail\'s port error counters (ib_errors family) grew during the sustained test', (),
+              rule_ib_link_errors),
+    CauseRule('ib_congestion', 'an InfiniBand rail\'s PortXmitWait (ib_congestion family) above a contract\'s line', (), rule_ib_congestion),
     CauseRule('platform_tuning', 'every HCA\'s rdma_bw figure is below healthy by about the same fraction, not too far',
               ('platform_max_spread', 'platform_min_ratio'), rule_platform_tuning),
     CauseRule('platform_aggregate', 'every aggregate_bw figure is the given fraction or more below its healthy floor',

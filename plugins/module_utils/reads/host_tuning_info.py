@@ -170,7 +170,7 @@ def read(module):
             owned = [number for number, info in interrupts['irqs'].items() if re.search(pattern, info.get('name') or '')]
             affinity = irq.read_irq_affinity(owned, procfs)
             placement[bdf] = dict(irq.irq_placement(interrupts, affinity, numa.get('local_cpulist'), pattern),
-                                  numa_node=numa.get('numa_node'))
+                                  numa_node=numa.get('numa_node'), local_cpus=irq.cpus_of(numa.get('local_cpulist')))
 
     hugepages = dict(meminfo['hugepages'])
     hugepages['pools_kib'] = host_tuning.read_hugepage_pools(sysfs)

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import time
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import rdma
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate as checks
@@ -77,6 +78,7 @@ def read(module):
     if not os.path.isdir(sysfs):
         module.fail_json(msg='%s: sysfs_root %s does not exist or is not a directory' % (hostname(), sysfs))
 
+    read_at = time.time()
     inventory = rdma.read_infiniband_sysfs(sysfs, counters=params['counters'])['devices']
     missing = []
     if params['devices']:
@@ -103,6 +105,9 @@ def read(module):
         roce_v2_gid_index=dict((name, choice['index'] if choice else None) for name, choice in gid_choice.items()),
         missing_devices=missing,
     )
+    if params['counters']:
+        # When the port counters were read: a rate is a delta over two reads' times.
+        result['counters_at'] = read_at
     if params['tool_outputs']:
         result['ibstat'] = _run_parsed(runner, 'ibstat', [], rdma.parse_ibstat, timeout=params['timeout'])
     return _json_keys(result)

@@ -40,10 +40,12 @@ STATUSES = ('ok', 'changed', 'failed', 'skipped', 'unreachable')
 COLLECTION = 'gpufleet.netval'
 
 # Tasks of the tier_tests role that belong to a test although their module is not a test module: the wait for
-# clients a test module started in the background (async), and the NIC counter snapshots that bracket the sustained
-# all-NICs test (the pause-frame rates).  Outside that role nic_info is preflight and async_status anything.
+# clients a test module started in the background (async), the rails' counter snapshots that bracket the sustained
+# all-NICs test (pause frames, IB port counters: preflight_info's nic and rdma reads, or nic_info), and the route
+# check before the IP tests.  Outside that role nic_info and preflight_info are preflight and async_status anything.
 TEST_ROLE = 'tier_tests'
-TEST_ROLE_ACTIONS = ('ansible.builtin.async_status', 'async_status', COLLECTION + '.nic_info', 'nic_info')
+TEST_ROLE_ACTIONS = ('ansible.builtin.async_status', 'async_status', COLLECTION + '.nic_info', 'nic_info', COLLECTION + '.preflight_info',
+                     'preflight_info', COLLECTION + '.fabric_route', 'fabric_route')
 # The peer lease: its time is queueing for a free known-good peer, reported apart from the rest of the overhead.
 LEASE_ACTIONS = (COLLECTION + '.peer_lease', 'peer_lease')
 

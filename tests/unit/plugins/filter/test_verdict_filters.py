@@ -6,7 +6,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.filter import node_verdict, preflight_findings, tier_profile_errors
+from ansible_collections.gpufleet.netval.plugins.filter import node_verdict, preflight_findings, qualify_peers, tier_profile_errors
 from tests.unit import fixtures
 
 with open(os.path.join(fixtures.ROOT, 'roles', 'tier_profile', 'vars', 'main.yml'), encoding='utf-8') as handle:
@@ -78,3 +78,13 @@ def test_run_break_keeps_a_verdict_and_gives_one_to_a_node_without():
     assert kept['run_incomplete'] == {'where': 'evidence: Capture', 'why': 'rc=255'}
     with pytest.raises(AnsibleFilterError, match='run_break'):
         run_break(['A'], 'x', 'y', 'node01')
+
+
+def test_qualify_peers_takes_each_peers_own_rails_and_names_a_bad_list():
+    qualify = qualify_peers.FilterModule().filters()['qualify_peers']
+    assert qualify([{'item': 'peer01', 'unreachable': True, 'msg': 'no route'}], TIERS['400G'], {'peer01': ['mlx5_0']}) == {
+        'peer01': {'qualified': False, 'reasons': ['cannot be reached: no route'], 'notes': [], 'checked': []}}
+    with pytest.raises(AnsibleFilterError, match=r"qualify_peers: devices\[peer01\] \(its netval_rdma_devices\) must be a list"):
+        qualify([], TIERS['400G'], {'peer01': 'mlx5_0'})
+    with pytest.raises(AnsibleFilterError, match='qualify_peers: devices must map a peer'):
+        qualify([], TIERS['400G'], ['mlx5_0'])

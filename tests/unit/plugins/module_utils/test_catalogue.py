@@ -47,13 +47,13 @@ def test_ungraded_must_name_a_metric_of_its_test():
 
 
 def test_every_metric_has_a_reader_that_exists_and_belongs_to_exactly_one_test():
-    readers = {'perftest_bw', 'perftest_lat', 'iperf3', 'ping_loss', 'ping_rtt', 'aggregate_bw', 'pause_rate', 'nccl', 'dcgmi'}
+    readers = {'perftest_bw', 'perftest_lat', 'iperf3', 'ping_loss', 'ping_rtt', 'aggregate_bw', 'pause_rate', 'ib_counters', 'nccl', 'dcgmi'}
     owners = [m for t in catalogue.TESTS for m in t['metrics']]
     assert sorted(owners) == sorted(catalogue.METRICS)
     for name, spec in catalogue.METRICS.items():
         assert spec['reads'] in readers, name
         assert callable(getattr(measurements, spec['reads'].replace('ping_loss', 'ping').replace('ping_rtt', 'ping').replace(
-            'pause_rate', 'pause_rates'))), name
+            'pause_rate', 'pause_rates').replace('ib_counters', 'ib_counter_figures'))), name
         if spec['reads'] == 'perftest_bw':
             assert spec['field'] in ('bw_avg_gbytes_s', 'bw_avg_gbps'), name
 
@@ -85,3 +85,10 @@ def test_the_100g_gdr_reject_line_is_the_runbooks_per_hca_line():
 
 def test_a_figure_is_written_without_noise():
     assert [catalogue.figure_text(v) for v in (None, 46, 46.0, 45.5, 0.1234, 2.0004)] == ['-', '46', '46', '45.5', '0.123', '2']
+
+
+def test_a_figures_better_direction_is_read_from_its_threshold_or_left_to_the_caller():
+    assert catalogue.threshold_direction({'reject_below': 40, 'healthy_min': 45}) == 'higher'
+    assert catalogue.threshold_direction({'reject_above': 5.0}) == 'lower'
+    # A threshold without a reject side (or none at all) says nothing: baseline and fleet apply their own rule.
+    assert [catalogue.threshold_direction(t) for t in ({'healthy_min': 45}, None, 'reject_below')] == [None, None, None]

@@ -4,7 +4,7 @@ import os
 import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import kernel_log
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import measurements, plan, preflight
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import measurements, plan, preflight, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.pcie import parse_lspci
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.perftest import parse_perftest
 from tests.unit import fixtures
@@ -104,10 +104,12 @@ def test_pause_rate_without_snapshots_is_an_error_on_our_side_not_a_silent_gap()
 
 def test_aggregate_and_loop_measurements_keep_each_boxs_device_name():
     text = fixtures.shared(SUPERBENCH)
-    planned = run_of('ib_write_bw', 'ib_write_bw_gbps', subject='rocep1s0f0', device='rocep1s0f0', peer_device='rocep1s0f1')
+    planned = run_of('ib_write_bw', 'ib_write_bw_gbps', subject='rocep1s0f0', device='rocep1s0f0', peer_device='rocep1s0f1',
+                     paired_by='subnet 192.168.100.0/30')
     client = dict(perftest_result(text), item={'pid': 1, 'item': planned})
     found = measurements.loop_measurements([client], 'peer01')
     assert found[0]['subject'] == 'rocep1s0f0' and found[0]['peer_device'] == 'rocep1s0f1'
+    assert found[0]['paired_by'] == 'subnet 192.168.100.0/30'
     assert abs(found[0]['value'] - 24056.72 * 1048576 * 8 / 1e9) < 1e-6
     run = {'test': 'all_nics', 'metric': 'all_nics_gbs', 'pause_metric': 'pause_per_s', 'subject': 'all NICs', 'clients': []}
     total = measurements.run_measurements({'clients': [client, client]}, run)[0]
@@ -249,9 +251,9 @@ def test_a_batch_reads_each_run_from_its_client_its_failed_server_or_the_failed_
 
 def test_all_nics_figures_from_its_three_calls_name_a_server_that_did_not_start():
     text = fixtures.shared(SUPERBENCH)
-    ports = [{'device': 'mlx5_%d' % i, 'port': 1, 'netdev': 'ens%dnp0' % i, 'ipv4': None, 'rate_gbps': 400,
-              'link_layer': 'InfiniBand', 'gid_index': None} for i in range(2)]
-    made = plan.tier_test_plan(T400, ports, ports, None, {'slot': 0, 'peer_address': '10.252.0.2'})
+    ports = [{'device': 'mlx5_%d' % i, 'port': 1, 'netdev': 'ens%dnp0' % i, 'ipv4': '10.252.%d.1' % i, 'ipv4_prefixlen': 24,
+              'rate_gbps': 400, 'link_layer': 'Ethernet', 'gid_index': 3} for i in range(2)]
+    made = plan.tier_test_plan(T400, ports, ports, None, {'slot': 0})
     run = made['runs']['all_nics'][0]
     first, second = [s['id'] for s in run['batch']['servers']]
     servers = {'servers': [{'id': first, 'pid': 10}, {'id': second, 'pid': None, 'failed': True, 'msg': 'port 18530 in use',
@@ -265,3 +267,47 @@ def test_all_nics_figures_from_its_three_calls_name_a_server_that_did_not_start(
     assert aggregate['error'] == 'mlx5_1: port 18530 in use' and aggregate['as_printed'] == '25.225299 GB/s aggregate (mlx5_0 25.225299)'
     pause = dict((m['subject'], m['value']) for m in found if m['metric'] == 'pause_per_s')
     assert pause['ens0np0'] == 500.0 and pause['ens1np0'] is None
+
+
+def test_pause_frames_of_both_ends_the_node_graded_and_the_peer_said():
+    """RoCE rails: the node's pause rate is the figure; the peer's paired netdev, read over the same run, is printed beside it."""
+    run = {'test': 'all_nics', 'metric': 'all_nics_gbs', 'pause_metric': 'pause_per_s', 'ib_error_metric': 'ib_port_errors',
+           'ib_wait_metric': 'ib_xmit_wait_per_s', 'subject': 'all NICs',
+           'clients': [{'device': 'mlx5_0', 'netdev': 'ens1np0', 'peer_device': 'mlx5_0', 'peer_netdev': 'ens7np0'}],
+           'counters': {'node_netdevs': ['ens1np0'], 'peer_netdevs': ['ens7np0'], 'node_devices': [], 'peer_devices': [],
+                        'peer_of': {'mlx5_0': 'mlx5_0'}}}
+
+    def snapshot(netdev, stamp, pause):
+        return {'reads': {'nic': {'nics': {netdev: {'timestamp': stamp, 'counters': {'counters': mlx5_counters(pause, 0, 0, 0)}}}}}}
+    before = {'node': snapshot('ens1np0', 100.0, 0), 'peer': snapshot('ens7np0', 101.0, 0)}
+    after = {'node': snapshot('ens1np0', 110.0, 5000), 'peer': snapshot('ens7np0', 111.0, 2000000)}
+    pause, = [m for m in measurements.run_measurements({'clients': [], 'before': before, 'after': after}, run, 'peer01')
+              if m['metric'] == 'pause_per_s']
+    assert pause['value'] == 500.0 and pause['peer_value'] == 200000.0
+    assert pause['as_printed'].startswith('500 pause frames/s over 10 s (rx_prio3_pause +5000, ')
+    assert '; peer01 ens7np0: 200000 pause frames/s (rx_prio3_pause +2000000, ' in pause['as_printed']
+
+
+def test_iperf3_processes_are_summed_cpu_bound_runs_prove_nothing_and_ipoib_is_recorded_not_graded():
+    """The iperf3 module's result with several processes (the real iperf3 3.12 -P 4 capture per process, CPU 98 %)."""
+    from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.iperf3 import parse_iperf3
+    parsed = parse_iperf3(fixtures.local('iperf3/iperf3_3.12_tcp_p4_client_json_netns_veth.txt'))
+    client = {'cmd': 'iperf3 -c 10.252.1.11 -p 5201', 'received_bps': parsed['received_bps'], 'retransmits': parsed['retransmits'],
+              'cpu': parsed['cpu'], 'stdout': ''}
+    result = {'clients': [client, dict(client, cmd='iperf3 -c 10.252.1.11 -p 5202')], 'received_bps': 2 * parsed['received_bps'],
+              'cmd': 'iperf3 ...; iperf3 ...'}
+    run = run_of('iperf3', 'iperf3_gbps', subject='10.252.1.21', id='iperf3_gbps:10.252.1.21', cpu_bound_percent=90)
+    figure, = measurements.run_measurements(result, run)
+    assert abs(figure['value'] - 2 * 16.741964463923893) < 1e-9 and 'over 2 process(es)' in figure['as_printed']
+    assert figure['error_class'] == 'cpu_bound' and figure['error_side'] == 'ours' and 'process 1 client at' in figure['error']
+    graded = verdict.grade_measurements([figure], T400['thresholds'])[0]
+    assert graded['status'] == 'unknown'  # 33 Gb/s against the 350 Gb/s line: the CPU ran out, not the link
+    assert 'iperf3 processes ran out of CPU' in verdict.node_verdict([figure], [], T400)['causes'][0]['detail']
+    over_ipoib, = measurements.run_measurements(result, dict(run, cpu_bound_percent=None, ungraded='TCP over IPoIB (ibp59s0) is recorded'))
+    graded = verdict.grade_measurements([over_ipoib], T400['thresholds'])[0]
+    assert (graded['status'], graded['expected']) == ('info', 'TCP over IPoIB (ibp59s0) is recorded')
+    # A process the module could not pin is said next to the figure.
+    note = 'core 48 is not one this host lets the process run on (allowed 0-1); it ran unpinned'
+    unpinned = dict(result, clients=[client, dict(client, affinity_note=note)])
+    figure, = measurements.run_measurements(unpinned, dict(run, cpu_bound_percent=None))
+    assert figure['as_printed'].endswith('; 1 process(es) unpinned: ' + note)

@@ -59,7 +59,10 @@ def test_a_known_good_peer_is_qualified_on_the_tiers_preflight_before_it_measure
         'peer01': True, 'peer02': False, 'peer03': False, 'peer04': False, 'peer05': False}
     # 400G runs NCCL: the peer's GPUs are checked too.
     assert found['peer01']['reasons'] == [] and {'port_state', 'pcie_link', 'firmware_min_version', 'gpu_count'} <= set(found['peer01']['checked'])
-    assert found['peer02']['reasons'] == ['port_rate: mlx5_3 port 1 runs at 200 Gb/s, expected 400']
+    # The tier's rails are its 400 Gb/s ports (policy/rails.py): a port trained at 200 is left out of them, so the peer has
+    # one rail too few, the port and its rate named.
+    assert found['peer02']['reasons'] == ['nic_count: 7 of 8 compute rails Active (left out: mlx5_3/1 Active at 200 Gb/s, '
+                                          'the rails run at 400 Gb/s)']
     assert found['peer03']['reasons'][0].startswith('pcie_link: NIC mlx5_0 at 0000:1a:00.0: LnkSta 16GT/s x16')
     assert found['peer04']['reasons'] == ['cannot be reached: ssh: connect to host 10.251.0.14 port 22: No route to host']
     assert 'no /sys/class/infiniband' in found['peer05']['reasons'][0]
@@ -212,3 +215,18 @@ def test_a_node_without_a_qualified_peer_gets_one_finding_naming_each_candidates
                                   'port 1 runs at 200 Gb/s, expected 400): the node could not be measured (not the node\'s fault)')
     qualification['peer01']['qualified'] = True
     assert peer_policy.peer_findings(qualification, ['peer02', 'peer01']) == []
+
+
+def test_a_peer_is_qualified_on_its_own_rails_when_its_inventory_names_them():
+    # The peer's port mlx5_3 trained at 200 Gb/s: by the profile's selector it is one rail short; a peer whose inventory
+    # names its rails (netval_rdma_devices) without mlx5_3 is graded on those, and one that names mlx5_3 is refused for it.
+    slow = lab_peer_reads()
+    slow['rdma']['devices']['mlx5_3']['ports']['1']['rate_gbps'] = 200
+    results = [{'item': 'peer01', 'reads': slow}, {'item': 'peer02', 'reads': slow}, {'item': 'peer03', 'reads': slow}]
+    rails = ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7']
+    found = peer_policy.qualify_peers(results, dict(P400, nics=dict(P400['nics'], count=7)),
+                                      {'peer01': rails, 'peer02': rails[:3] + ['mlx5_3'] + rails[3:]})
+    assert found['peer01'] == dict(found['peer01'], qualified=True, reasons=[])
+    assert found['peer02']['qualified'] is False and 'mlx5_3' in ' '.join(found['peer02']['reasons'])
+    # No entry: the profile's selector, as before (7 of its 8 400 Gb/s ports are rails, the tier asked for 7).
+    assert found['peer03']['qualified'] is True

@@ -248,10 +248,16 @@ def test_build_argv_client_full():
     params = {'test': 'ib_write_bw', 'role': 'client', 'server': '10.0.0.2', 'device': 'mlx5_0', 'ib_port': 1, 'gid_index': 3,
               'size': 65536, 'all_sizes': False, 'duration': 10, 'iterations': None, 'tx_depth': 128, 'qps': 4, 'use_cuda': 0,
               'report_gbits': True, 'bidirectional': True, 'port': 18515, 'rdma_cm': True, 'mtu': 4096, 'connection': 'RC',
-              'cpu_freq_check': False, 'extra_args': ['--tclass=106']}
+              'cpu_freq_check': False, 'tclass': 106, 'extra_args': ['--cpu_util']}
     assert perftest.build_perftest_argv(params) == [
-        '-d', 'mlx5_0', '-i', '1', '-x', '3', '-s', '65536', '-D', '10', '-t', '128', '-q', '4', '--use_cuda=0', '--report_gbits',
-        '-b', '-p', '18515', '-R', '-m', '4096', '-c', 'RC', '-F', '--tclass=106', '10.0.0.2']
+        '-d', 'mlx5_0', '-i', '1', '-x', '3', '-s', '65536', '-D', '10', '-t', '128', '-q', '4', '--use_cuda=0', '--tclass=106',
+        '--report_gbits', '-b', '-p', '18515', '-R', '-m', '4096', '-c', 'RC', '-F', '--cpu_util', '10.0.0.2']
+
+
+def test_a_client_whose_options_differ_from_its_servers_is_our_argument_error():
+    # perftest 6.28+ compares its options with the server's before the test (src/perftest_communication.c, negotiate_params).
+    text = ' size mismatch: local=65536, remote=4096\n Failed to negotiate parameters\n'
+    assert perftest._classify(text.splitlines())[0] == 'argument_error'  # pylint: disable=protected-access
 
 
 def test_build_argv_server_sweep_keeps_cpu_freq_check():

@@ -7,7 +7,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import host_tuning, mlx, nvidia
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import ethtool, host_tuning, mlx, nvidia
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import preflight, verdict
 from tests.unit import fixtures
 
@@ -165,13 +165,17 @@ def test_preflight_settings_of_every_tier_are_usable_and_bad_ones_are_named():
     broken['preflight']['gpu_ecc_correctable'] = {'severity': 'warn', 'max': 100}
     broken['preflight']['firmware_min_version'] = {'severity': 'marginal'}
     broken['preflight']['irq_numa'] = {'severity': 'marginal'}
+    broken['nics']['select'] = {'link_layer': 'Infiniband', 'netdev_pattern': 'ibp[', 'rate': 400}
     assert preflight.preflight_errors(broken) == [
+        'nics.select.rate is not a selector key (known: devices, link_layer, rate_gbps, netdev_pattern)',
+        'nics.select.link_layer must be one of InfiniBand, Ethernet, any or null, got \'Infiniband\'',
+        "nics.select.netdev_pattern 'ibp[' is not a regular expression: unterminated character set at position 3",
         'preflight.firmware_min_version.versions is missing: a mapping of NIC model (PSID, part number or model name such as '
         'ConnectX-7) to its minimum firmware version',
         'preflight.gpu_ecc_correctable.severity must be marginal or reject',
         'preflight.irq_numa is not a configurable check (known: dcgm_hostengine, fabric_manager, firmware_min_version, firmware_uniform, '
         'gpu_ecc_correctable, gpu_pages_pending, hugepages_cmdline, irq_locality, link_ber, link_fec, memlock, pcie_acs, '
-        'persistence_mode, roce_v2_gid, thermal_throttle)']
+        'persistence_mode, rail_mtu, roce_v2_gid, thermal_throttle)']
 
 
 # ---------------------------------------------------------------- memlock as a login session gets it
@@ -318,3 +322,48 @@ def test_mlxlink_of_the_newest_layout_graded_healthy_and_high_ber():
         ('link_fec', '0000:03:00.1', 'healthy'), ('link_ber', '0000:03:00.1', 'healthy'),
         ('link_fec', '0000:3b:00.0', 'healthy'), ('link_ber', '0000:3b:00.0', 'marginal')]
     assert found[-1]['detail'] == '0000:3b:00.0 effective physical BER 3e-13 (limit 1e-15)'
+
+
+# ---------------------------------------------------------------- rings, channels and MTU of the rails, against the hardware
+
+def nic_facts(netdev, device, ring_text, channels_text, driver='mlx5_core', mtu=9000):
+    """nic_info's entry of one netdev, from the ethtool parsers on -g / -l outputs."""
+    return {'nics': {netdev: {'rdma_device': device, 'mtu': mtu, 'driver': {'driver': driver},
+                              'ring': ethtool.parse_ethtool_ring(ring_text), 'channels': ethtool.parse_ethtool_channels(channels_text)}}}
+
+
+RING_1024 = 'ethtool/ethtool_g_mlx5_ring_1024_of_8192_synthetic.txt'
+CHANNELS_24 = 'ethtool/ethtool_l_mlx5_combined_24_of_63_synthetic.txt'
+
+
+def test_an_mlx5_ring_at_its_maximum_meets_a_contract_that_asks_more_and_one_below_does_not():
+    at_max = fixtures.local(RING_1024).replace('Current hardware settings:\nRX:\t\t1024', 'Current hardware settings:\nRX:\t\t8192')
+    found = preflight.check_nic_tuning(nic_facts('enp65s0f0np0', 'mlx5_0', at_max, fixtures.local(CHANNELS_24)), None, P400)
+    ring = [f for f in found if f['check'] == 'rx_ring'][0]
+    assert (ring['status'], ring['expected'], ring['actual']) == ('healthy', '>= 8192', 8192)
+    assert ring['detail'] == 'enp65s0f0np0 RX ring 8192 at its maximum, the contract asks 16384'
+    channels = [f for f in found if f['check'] == 'channels'][0]
+    # 24 of a maximum of 63: the contract's 64 is out of reach, 63 is what this NIC can do.
+    assert (channels['status'], channels['expected']) == ('marginal', '>= 63')
+    low = preflight.check_nic_tuning(nic_facts('enp65s0f0np0', 'mlx5_0', fixtures.local(RING_1024), fixtures.local(CHANNELS_24)), None, P400)
+    assert [(f['status'], f['detail']) for f in low if f['check'] == 'rx_ring'] == [('marginal', 'enp65s0f0np0 RX ring 1024, maximum 8192')]
+
+
+def test_ipoib_netdevs_and_non_rails_are_not_graded_for_rings_or_mtu():
+    ipoib = nic_facts('ibp65s0', 'mlx5_0', fixtures.local(RING_1024), fixtures.local(CHANNELS_24), driver='mlx5_core[ib_ipoib]', mtu=4092)
+    assert preflight.check_nic_tuning(ipoib, None, P400) == []
+    assert preflight.check_rail_mtu(ipoib, P400) == []
+    storage = nic_facts('enp41s0f0np0', 'mlx5_10', fixtures.local(RING_1024), fixtures.local(CHANNELS_24), mtu=1500)
+    selection = {'devices': ['mlx5_0'], 'ports': [{'device': 'mlx5_0', 'link_layer': 'Ethernet', 'selected': True, 'pci_address': None},
+                                                  {'device': 'mlx5_10', 'link_layer': 'Ethernet', 'selected': False, 'pci_address': None}]}
+    assert preflight.check_nic_tuning(storage, None, P400, selection) == []
+    assert preflight.check_rail_mtu(storage, P400, selection) == []
+
+
+def test_a_roce_rail_below_the_contracts_jumbo_mtu_is_host_configuration():
+    roce = nic_facts('enp65s0f0np0', 'mlx5_0', fixtures.local(RING_1024), fixtures.local(CHANNELS_24), mtu=1500)
+    found = preflight.check_rail_mtu(roce, P400)
+    assert [(f['check'], f['status'], f['actual']) for f in found] == [('rail_mtu', 'marginal', 1500)]
+    assert 'the contract asks 9000 on Ethernet rails' in found[0]['detail']
+    assert preflight.check_rail_mtu(nic_facts('enp65s0f0np0', 'mlx5_0', fixtures.local(RING_1024), fixtures.local(CHANNELS_24)),
+                                    P400)[0]['status'] == 'healthy'

@@ -78,8 +78,9 @@ def test_every_collection_module_in_tier_tests_is_a_test_a_test_companion_or_kno
     for action in sorted(actions):
         record = {'action': action, 'role': TIER_TESTS}
         assert task_timeline.is_test_task(record) or action in not_tests, action
-    # The all-NICs test snapshots counters around its clients (nic_info) and runs them at once in one perftest call.
-    assert NETVAL + 'nic_info' in actions and NETVAL + 'perftest' in actions
+    # The all-NICs test snapshots counters around its clients (preflight_info's nic and rdma reads, on both boxes) and
+    # runs them at once in one perftest call; the IP tests check the route first (fabric_route).
+    assert NETVAL + 'preflight_info' in actions and NETVAL + 'perftest' in actions and NETVAL + 'fabric_route' in actions
 
 
 def test_task_costs_group_by_role_and_name_as_written_sorted_by_total():

@@ -6,11 +6,13 @@ link and AER findings from parse_kernel_log() on real kernel logs.
 """
 import copy
 import os
+import tempfile
 
 import pytest
 import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi, kernel_log, mlx, nccl, nvidia, pcie, perftest
+from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import rdma as rdma_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, fleet, measurements, preflight, verdict
 from tests.unit import fixtures
 
@@ -98,6 +100,36 @@ def worn_h100s():
     gpu = nvidia.parse_nvidia_smi_q(fixtures.shared(H100))
     gpu['gpus'][1]['ecc_errors']['aggregate']['correctable_total'] = 250
     return gpu
+
+
+def ib_snapshots(grow=None, node_only=True):
+    """Counter snapshots of the all-NICs test as tier_tests takes them (preflight_info's rdma read on both boxes), from the real
+    sysfs tree of an 8x ConnectX-7 NDR node; ``grow`` ({device: {counter: delta}}) is added after the test on the node."""
+    root = tempfile.mkdtemp(prefix='ib-snapshot-')
+    os.makedirs(os.path.join(root, 'class'))
+    os.symlink(fixtures.shared_path('sysfs/sys-class-infiniband_h100_8xCX7_NDR_plus_bond_gpud'), os.path.join(root, 'class', 'infiniband'))
+    devices = rdma_parser.read_infiniband_sysfs(root, counters=True)['devices']
+    before = {'devices': devices, 'counters_at': 100.0}
+    after = {'devices': copy.deepcopy(devices), 'counters_at': 160.0}
+    for device, counters in (grow or {}).items():
+        for name, delta in counters.items():
+            after['devices'][device]['ports'][1]['counters'][name] += delta
+    side = {'reads': {'rdma': before, 'nic': {}}}
+    return {'before': {'node': side, 'peer': side}, 'after': {'node': {'reads': {'rdma': after, 'nic': {}}}, 'peer': side}}
+
+
+def ib_figures(snapshots, profile=P400):
+    return measurements.ib_counter_figures(snapshots, ('ib_port_errors', 'ib_xmit_wait_per_s'), 'peer01', ['mlx5_0', 'mlx5_4'],
+                                           {'mlx5_0': 'mlx5_0', 'mlx5_4': 'mlx5_4'})
+
+
+def graded_wait(profile=P400):
+    """A contract that grades PortXmitWait (the shipped tiers record it): marginal above 1000 ticks/s, no reject line."""
+    changed = copy.deepcopy(profile)
+    changed['tests']['all_nics']['ungraded'] = []
+    changed['thresholds']['ib_xmit_wait_per_s'] = {'healthy': [None, 1000], 'reject_above': None, 'unit': '/s', 'direction': 'one-way',
+                                                   'source': 'project: a test contract'}
+    return changed
 
 
 def h100s(**changes):
@@ -219,7 +251,7 @@ CASES = {
             'mlx/mlxlink_cx6_200g_healthy_m_c_synthetic.txt')}}}, None, P400))),
     'nic_link': (
         lambda: run(found=preflight.preflight_findings(facts(down=('mlx5_5',)), P400)),
-        ['mlx5_5', 'nics'], ['mlx5_5 port 1 is DOWN (Polling)', '7 of 8 RDMA ports Active'],
+        ['mlx5_5', 'nics'], ['mlx5_5 port 1 is DOWN (Polling)', '7 of 8 compute rails Active'],
         lambda: run(found=preflight.preflight_findings(facts(), P400))),
     'pcie_link': (
         lambda: run(rdma([38.0] + [47.0] * 7), preflight.preflight_findings(facts(lnksta=16), P400)),
@@ -285,6 +317,15 @@ CASES = {
         lambda: run([figure('pause_per_s', 'ens1np0', 250000.0)]),
         ['ens1np0'], ['ens1np0 250000/s', 'switch'],
         lambda: run([figure('pause_per_s', 'ens1np0', 500.0)])),
+    'ib_link_errors': (
+        lambda: run(ib_figures(ib_snapshots({'mlx5_4': {'symbol_error': 52}}))),
+        ['mlx5_4'], ['mlx5_4 +52 (symbol_error +52, link_downed +0, port_rcv_errors +0)', 'grew on: node', 'cable'],
+        lambda: run(ib_figures(ib_snapshots()))),
+    'ib_congestion': (
+        lambda: run(ib_figures(ib_snapshots({'mlx5_0': {'port_xmit_wait': 600000}})), profile=graded_wait()),
+        ['mlx5_0'], ['mlx5_0 10000 ticks/s over 60 s', 'credits'],
+        # The shipped tiers record PortXmitWait without grading it.
+        lambda: run(ib_figures(ib_snapshots({'mlx5_0': {'port_xmit_wait': 600000}})))),
     'jumbo_path': (
         lambda: run([measurements.run_measurements({'loss_percent': 100.0, 'received': 0, 'transmitted': 5, 'frag_needed': True,
                                                     'reason': 'fragmentation needed: path MTU 1500 < 9000 (size 8972)', 'stdout': ''},

@@ -207,3 +207,94 @@ def test_server_stop_with_garbage_log_warns_but_stops(monkeypatch):
     monkeypatch.setattr(background, 'stop_server', lambda *a, **k: fake_outcome('exited', 'garbage\n'))
     result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'pid': 4242, 'log_path': '/tmp/none.log'})
     assert not failed and result['result'] is None and result['stopped'] is True
+
+
+# ---------------------------------------------------------------- several processes at once (sessions)
+
+def session_argv(port, bind, affinity=None, duration=3, parallel=4):
+    return TIMEOUT + [str(duration + 30), '/usr/bin/iperf3', '-c', '10.213.77.2', '-p', str(port), '-t', str(duration),
+                      '-P', str(parallel), '-i', '1', '-B', bind] + (['-A', str(affinity)] if affinity is not None else []) + ['-J']
+
+
+@pytest.fixture(autouse=True)
+def many_cpus(monkeypatch):
+    # the module's host lets it run on 64 CPUs, whatever this machine has
+    monkeypatch.setattr(iperf3, 'allowed_cpus', lambda: set(range(64)))
+
+
+def test_clients_of_several_processes_run_at_once_and_their_receivers_are_summed():
+    sessions = [{'id': 'iperf3#1', 'port': 5201, 'bind': '10.213.77.1'},
+                {'id': 'iperf3#2', 'port': 5202, 'bind': '10.213.77.1', 'affinity': 3}]
+    calls = [Call(session_argv(5201, '10.213.77.1'), 0, out('tcp_p4_client_json'), seconds=0.3),
+             Call(session_argv(5202, '10.213.77.1', 3), 0, out('tcp_p4_client_json'), seconds=0.3)]
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'parallel': 4, 'duration': 3,
+                                              'sessions': sessions}, calls=calls, any_order=True)
+    assert not failed, result
+    assert [c['id'] for c in result['clients']] == ['iperf3#1', 'iperf3#2']
+    assert result['received_bps'] == pytest.approx(2 * 16741964463.923893) and result['received_gbps'] == 33.484
+    assert result['retransmits'] == 0 and all(c['cpu']['host_total'] > 90 for c in result['clients'])
+    (first, _s1, e1), (second, s2, _e2) = sorted(result['_spans'], key=lambda span: span[1])
+    assert s2 < e1, 'the two clients ran one after the other, not at once'
+
+
+def test_one_failed_process_fails_the_run_naming_it_and_keeps_the_others():
+    sessions = [{'id': 'iperf3#1', 'port': 5201, 'bind': '10.213.77.1'}, {'id': 'iperf3#2', 'port': 5202, 'bind': '10.213.77.1'}]
+    calls = [Call(session_argv(5201, '10.213.77.1'), 0, out('tcp_p4_client_json')),
+             Call(session_argv(5202, '10.213.77.1'), 0, out('error_refused_json'))]
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'parallel': 4, 'duration': 3,
+                                              'sessions': sessions}, calls=calls, any_order=True)
+    assert failed and result['error_class'] == 'connect_refused' and '1 of 2 iperf3 clients failed' in result['msg']
+    assert 'iperf3#2' in result['msg'] and result['clients'][0]['received_bps'] > 0 and 'received_bps' not in result
+
+
+def test_sessions_are_checked_before_anything_runs():
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'sessions': [
+        {'id': 'a', 'port': 5201, 'bind': '-B'}, {'id': 'b', 'port': 5201, 'colour': 'red'}]})
+    assert failed and result['error_class'] == 'invalid_options'
+    assert 'sessions[0] (a): bind' in result['msg'] and 'sessions use a port twice' in result['msg'] and "unknown key(s) colour" in result['msg']
+
+
+def test_servers_of_several_sessions_start_and_stop_together(monkeypatch, tmp_path):
+    started = []
+
+    def fake_start(argv, log_dir, port, deadline, name=None):
+        started.append(argv)
+        return {'pid': 1000 + port, 'start_time': 7, 'exe': '/usr/bin/iperf3', 'log_path': '%s/netval-x/server.log' % log_dir,
+                'deadline_s': deadline, 'deadline_at': 99}
+    monkeypatch.setattr(background, 'start_server', fake_start)
+    sessions = [{'id': 'iperf3#1', 'port': 5201, 'bind': '10.213.77.1', 'affinity': 2}, {'id': 'iperf3#2', 'port': 5202, 'bind': '10.213.77.1'}]
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'started', 'log_dir': str(tmp_path), 'timeout': 40,
+                                              'sessions': sessions})
+    assert not failed, result
+    assert started[0][1:] == ['-s', '-1', '-p', '5201', '-B', '10.213.77.1', '-A', '2', '-J']
+    assert [s['pid'] for s in result['servers']] == [6201, 6202] and result['servers'][1]['bind'] == '10.213.77.1'
+    stops = []
+    monkeypatch.setattr(background, 'stop_server', lambda pid, start_time, exe, log_path, wait_exit=2: stops.append(pid) or {
+        'state': 'exited', 'stopped': True, 'was_running': False, 'signalled': False, 'output': out('tcp_p4_server_json'),
+        'log_problem': None, 'log_read': True})
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'stopped', 'sessions': result['servers']})
+    assert not failed and stops == [6201, 6202] and [s['server_state'] for s in result['servers']] == ['exited', 'exited']
+
+
+def test_a_core_the_host_does_not_let_it_run_on_runs_the_process_unpinned_and_says_so(monkeypatch, tmp_path):
+    # iperf3 3.12 on a 2-CPU host: `iperf3 -s -1 -p 5999 -A 7 -J` printed "iperf3: error - unable to set CPU affinity:
+    # Invalid argument" and served nothing (a NIC's NUMA-local CPUs read from one box, the process run in a smaller cpuset).
+    monkeypatch.setattr(iperf3, 'allowed_cpus', lambda: {0, 1})
+    sessions = [{'id': 'iperf3#1', 'port': 5201, 'bind': '10.213.77.1', 'affinity': 1},
+                {'id': 'iperf3#2', 'port': 5202, 'bind': '10.213.77.1', 'affinity': 7}]
+    calls = [Call(session_argv(5201, '10.213.77.1', 1), 0, out('tcp_p4_client_json')),
+             Call(session_argv(5202, '10.213.77.1'), 0, out('tcp_p4_client_json'))]
+    result, failed = run_module(iperf3.main, {'role': 'client', 'server': '10.213.77.2', 'parallel': 4, 'duration': 3,
+                                              'sessions': sessions}, calls=calls, any_order=True)
+    assert not failed, result
+    assert 'affinity_note' not in result['clients'][0]
+    assert result['clients'][1]['affinity_note'] == 'core 7 is not one this host lets the process run on (allowed 0-1); it ran unpinned'
+    started = []
+    monkeypatch.setattr(background, 'start_server', lambda argv, log_dir, port, deadline, name=None: started.append(argv) or {
+        'pid': 1000 + port, 'start_time': 7, 'exe': '/usr/bin/iperf3', 'log_path': '%s/s.log' % log_dir, 'deadline_s': deadline,
+        'deadline_at': 99})
+    result, failed = run_module(iperf3.main, {'role': 'server', 'state': 'started', 'log_dir': str(tmp_path), 'timeout': 40,
+                                              'sessions': sessions})
+    assert not failed, result
+    assert started[1][1:] == ['-s', '-1', '-p', '5202', '-B', '10.213.77.1', '-J'] and '-A' in started[0]
+    assert result['servers'][1]['affinity'] is None and 'core 7' in result['servers'][1]['affinity_note']

@@ -116,3 +116,21 @@ def test_check_mode_still_measures(tmp_path):
 def test_bad_options_fail_clearly(args, words):
     result, failed = run_module(jumbo_ping.main, args)
     assert failed and words in result['msg'] and result['_ran'] == []
+
+
+def test_an_ipoib_rail_is_pinged_at_its_own_mtu_and_the_runbooks_8972_would_never_leave_it(tmp_path):
+    """Real pings from a netdev at the IPoIB MTU 4092: at the interface's MTU they pass; 8972 bytes fail locally (ours)."""
+    args = {'dest': '10.252.1.21', 'interface': 'ibp59s0', 'sysfs_root': sysfs(tmp_path, 'ibp59s0', '4092\n')}
+    calls = [Call(ping_argv(4064, '10.252.1.21', extra=['-I', 'ibp59s0']), 0, out('4064_ipoib_mtu4092_ok_netns_veth'))]
+    result, failed = run_module(jumbo_ping.main, args, calls=calls)
+    assert not failed and result['passed'] is True and (result['size'], result['mtu'], result['mtu_source']) == (4064, 4092, 'interface')
+    calls = [Call(ping_argv(8972, '10.252.1.21', extra=['-I', 'ibp59s0']), 1, out('8972_from_ipoib_mtu4092_local_error_netns_veth'))]
+    result, failed = run_module(jumbo_ping.main, dict(args, mtu=9000), calls=calls)
+    assert not failed and result['passed'] is False and result['frag_needed'] is True and result['path_mtu'] == 4092
+
+
+def test_a_path_below_the_ipoib_interface_mtu_loses_every_frame(tmp_path):
+    args = {'dest': '10.252.1.21', 'interface': 'ibp59s0', 'sysfs_root': sysfs(tmp_path, 'ibp59s0', '4092\n')}
+    calls = [Call(ping_argv(4064, '10.252.1.21', extra=['-I', 'ibp59s0']), 1, out('4064_ipoib_peer_mtu2044_enobufs_netns_veth'))]
+    result, failed = run_module(jumbo_ping.main, args, calls=calls)
+    assert not failed and result['passed'] is False and result['loss_percent'] == 100.0 and result['mtu'] == 4092
