@@ -152,7 +152,7 @@ def test_each_lifecycle_sequence_ends_in_the_record_and_verdict_inputs_it_must(n
 def test_the_healthy_sequence_grades_a_and_the_timeline_lists_the_lease():
     record = run(*SEQUENCES['healthy: local while waiting, then the peer'][0])
     assert graded(record)['bucket'] == 'A'
-    assert node_run.timeline(record) == [{'peer': 'peer01', 'retest': False, 'waited_s': 0.0, 'acquired_at': 1764900000.0, 'tries': 1}]
+    assert node_run.timeline(record) == [{'peer': 'peer01', 'retest': False, 'waited_s': 0.0, 'acquired_at': 1764900000.0}]
     assert record['plan_seconds'] == {'peer_s': 30.0} and record['tests_started'] == STARTED
 
 
@@ -223,64 +223,13 @@ def test_a_start_that_is_not_the_nodes_epoch_is_refused():
         run(PEERS_OK, ('after_preflight', {'blocking': [], 'started': '2026-12-05 10:01:00'}))
 
 
-def test_a_node_that_finds_every_peer_busy_tries_longer_each_time_and_its_lease_counts_every_try():
-    record = run(PEERS_OK, PREFLIGHT_OK)
-    tries = []
-    for _try in range(6):
-        this = node_run.lease_try(record, 5, 1.5, 3600)
-        assert node_run.lease_try(record, 5, 1.5, 3600) == this  # pure: a task may ask twice
-        tries.append(this['wait_s'])
-        record = node_run.queued(record, this['wait_s'] + 0.25)
-    # Half as long again each try, up to the cap (30 s by default): a try holds its worker while it waits.
-    assert tries == [5, 7, 11, 16, 25, 30] and record['queue'] == {'tries': 6, 'waited_s': 95.5}
-    record = node_run.start_pass(record, 'peer', 'peer02', {'waited_s': 2.0, 'acquired_at': 1764900000.0})
-    assert node_run.timeline(record) == [{'peer': 'peer02', 'retest': False, 'waited_s': 97.5, 'acquired_at': 1764900000.0, 'tries': 7}]
-    assert record['queue'] == node_run.NOT_QUEUED  # the next wait (a re-test's) starts over
-    assert node_run.lease_try(record, 5, 1.5, 3600)['wait_s'] == 5
-
-
-def tries_until_last(total_s, max_s=node_run.LEASE_TRY_MAX_S, first_s=5):
-    """The waits of the tries a node makes while no peer frees, the last one included, and the record after them."""
-    record, waits = run(PEERS_OK, PREFLIGHT_OK), []
-    while True:
-        this = node_run.lease_try(record, first_s, 1.5, total_s, max_s)
-        assert this['tries'] == len(waits) and this['wait_s'] + this['waited_s'] <= total_s
-        waits.append(this['wait_s'])
-        record = node_run.queued(record, this['wait_s'])
-        if this['last']:
-            return waits, record
-
-
-def test_a_short_wait_keeps_to_the_cap_and_its_last_try_takes_only_what_is_left():
-    waits, record = tries_until_last(200, max_s=20)
-    assert waits == [5, 7, 11, 16, 20, 20, 20, 20, 20, 20, 20, 20, 1] and record['queue']['waited_s'] == 200
-    assert tries_until_last(4)[0] == [4]   # a first try longer than the whole wait is the last
-
-
-def test_a_day_of_waiting_stays_well_below_the_include_depth_ansible_allows():
-    waits, record = tries_until_last(86400)
-    assert len(waits) == node_run.LEASE_TRIES_MAX < 200   # measured: a self-including file breaks between 200 and 250 levels
-    capped = waits[:node_run.LEASE_TRIES_CAPPED]
-    assert capped[:5] == [5, 7, 11, 16, 25] and set(capped[5:]) == {30}
-    # The tries after the capped ones share what is left of the day, each at least the cap, and the last ends it.
-    shared = waits[node_run.LEASE_TRIES_CAPPED:]
-    assert min(shared) >= 30 and max(shared) - min(shared) <= 1 and 86400 - 1 <= record['queue']['waited_s'] <= 86400
-    assert sum(capped) < 2000 and shared[0] == int((86400 - sum(capped)) / len(shared))
-
-
-def test_a_try_that_waited_less_than_it_could_leaves_the_rest_to_the_next_tries():
-    record = run(PEERS_OK, PREFLIGHT_OK, ('queued', {'waited_s': 86390}))
-    assert node_run.lease_try(record, 5, 1.5, 86400) == {'wait_s': 7, 'last': False, 'tries': 1, 'waited_s': 86390}
-    record = node_run.queued(record, 7)
-    assert node_run.lease_try(record, 5, 1.5, 86400) == {'wait_s': 3, 'last': True, 'tries': 2, 'waited_s': 86397}
-    record = node_run.queued(record, 4)
-    assert node_run.lease_try(record, 5, 1.5, 86400) == {'wait_s': 0, 'last': True, 'tries': 3, 'waited_s': 86401}
-
-
-@pytest.mark.parametrize('max_s', [0, -5])
-def test_a_cap_that_allows_no_wait_is_refused(max_s):
-    with pytest.raises(node_run.NodeRunError, match=r'the longest try for a peer is seconds > 0 \(netval_lease_try_max_s\)'):
-        node_run.lease_try(run(PEERS_OK, PREFLIGHT_OK), 5, 1.5, 3600, max_s)
+def test_a_peer_pass_keeps_how_long_the_node_waited_for_its_peer():
+    record = run(PEERS_OK, PREFLIGHT_OK, ('start_pass', {'kind': 'peer', 'peer': 'peer02', 'lease': {
+        'peer': 'peer02', 'waited_s': 97.5, 'acquired_at': 1764900000.0, 'deadline': 1764900120.0}}))
+    # Only what the timeline reads is kept of the lease (its deadline moves while the run renews it).
+    assert node_run.timeline(record) == [{'peer': 'peer02', 'retest': False, 'waited_s': 97.5, 'acquired_at': 1764900000.0}]
+    record = node_run.start_pass(record, 'local')
+    assert node_run.timeline(record) == [{'peer': 'peer02', 'retest': False, 'waited_s': 97.5, 'acquired_at': 1764900000.0}]
 
 
 def test_a_transition_never_changes_the_record_it_was_given():
