@@ -76,8 +76,8 @@ MATRIX_NODES = (1, 4, 16)
 MATRIX_PEERS = (1, 2, 4)
 PROJECT_NODES = (256, 1024)
 LEDGER_POLL_S = 2.0
-# The peer lease's tasks by name (tests/unit/test_bench_script.py checks them): a try in playbooks/tasks/take_peer.yml (a
-# node tries until it takes one: the last try before a give-back is the take), the give-back in tasks/leased_tier_tests.yml.
+# The peer lease's tasks by name (tests/unit/test_bench_script.py checks them): the wait and take and the give-back in
+# playbooks/tasks/leased_tier_tests.yml (the last take before a give-back is the one it gives back).
 TAKE_TASK = 'Wait for a free known-good peer and lease it'
 # validate.yml's look for a free peer (wait 0); when it finds none the node's local tests run and TAKE_TASK takes
 # one later, which pairs with the give-back instead (the later take wins), so a miss is never counted as a hold.

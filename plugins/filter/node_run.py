@@ -18,10 +18,9 @@ description:
     C(plan_seconds)), C(start_pass) (C(kind) peer, retest or local, C(peer), C(lease), C(retest_tests)), C(finish_pass)
     (C(outputs) - the tier_tests role's measurements, expected, findings, nccl_transport, peer_lost), C(read_kernel)
     (C(kernel_result)), C(break_run) (C(where), C(why), C(outputs)), C(keep_first_verdict) (C(verdict)), C(suspect)
-    (C(verdict)), C(queued) (C(waited_s), after a try for a peer that took none; the node queues again).
+    (C(verdict)).
   - Queries return an answer - C(verdict_inputs) (what the verdict grades, merged from the passes), C(peers_left) (the
-    healthy peers not taken yet), C(timeline) (every pass against a peer with its lease), C(lease_try) (C(first_s),
-    C(growth), C(total_s); how long the next try for a peer may wait, and whether it is the last).
+    healthy peers not taken yet), C(timeline) (every pass against a peer with its lease).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 options:

@@ -87,7 +87,8 @@ options:
   wait:
     description:
       - Seconds to try for a free peer before answering RV(error_class=peer_busy); while it tries, the task holds its worker.
-        validate.yml tries for a few seconds at a time and queues the node again between tries, so a waiting node holds no worker.
+        validate.yml's tests play runs under ansible.builtin.host_pinned (no more nodes in it than forks), so a waiting node holds
+        only its own worker.
       - V(0) tries once and fails at once with RV(error_class=peer_busy) when every peer is taken (validate.yml's look for a free
         peer before the node's peer-independent tests fill the wait).
     type: int

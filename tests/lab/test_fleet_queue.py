@@ -1,5 +1,5 @@
-"""The queue for known-good peers at fleet scale, on the lab: a node waiting for a peer holds no worker (fewer forks than
-waiting nodes finish, the holders' tasks are not starved), and two controllers that share the peers through a shared
+"""The queue for known-good peers at fleet scale, on the lab: fewer forks than waiting nodes finish, no more nodes than
+forks are in the tests play, the holders' tasks are not starved, and two controllers that share the peers through a shared
 lease backend never measure through one peer at the same time."""
 import json
 import os
@@ -16,11 +16,11 @@ from tests.redis_server import RedisServer
 pytestmark = pytest.mark.lab
 
 NODES = ['node%02d' % i for i in range(1, 7)]
-# Each try for a peer waits up to TRY_S (netval_lease_try_s) while no peer frees: a holder whose next task waited behind
-# the tries would wait that long.  Behind the other nodes' own tasks (the other holder's perftest clients, a finished
-# node's evidence) on the lab's two cores it waits a few seconds at most.
-TRY_S = 20
-HOLDER_GAP_S = 12.0
+TESTS_PLAY = 'Measure each node against a known-good peer it has to itself'
+# validate.yml's tests play runs under ansible.builtin.host_pinned: no more nodes in it than forks, each with its worker,
+# so a peer holder's next task waits for no worker.  What it may wait for is the host loop's turn and the lab's two
+# cores, shared with the other holder's perftest clients and the waiting nodes' lease polls.
+HOLDER_SLACK_S = 3.0
 
 
 def playbook(reports, *extra, env=None, limit='new_nodes', background=False):
@@ -61,8 +61,7 @@ def test_with_fewer_forks_than_waiting_nodes_every_node_is_measured_and_the_hold
     env = dict(lab_env(), ANSIBLE_CALLBACKS_ENABLED='gpufleet.netval.task_timeline', NETVAL_TASK_TIMELINE=str(timeline))
     started = time.time()
     with bench.LedgerPoller(os.path.join(LAB_ROOT, 'nodes')) as poller:
-        rc, out = playbook(tmp_path / 'reports', '--forks', str(forks), '-e', 'netval_lease_dir=%s' % (tmp_path / 'leases'),
-                           '-e', 'netval_lease_try_s=%d' % TRY_S, env=env)
+        rc, out = playbook(tmp_path / 'reports', '--forks', str(forks), '-e', 'netval_lease_dir=%s' % (tmp_path / 'leases'), env=env)
     window = (started, time.time())
     assert rc == 0, out[-6000:]
     assert summary_line(tmp_path / 'reports') == '6 of 6 nodes reported: 6 A (accept), 0 B (investigate), 0 C (return to provider)'
@@ -70,14 +69,16 @@ def test_with_fewer_forks_than_waiting_nodes_every_node_is_measured_and_the_hold
         assert node_result(tmp_path / 'reports', node)['bucket'] == 'A'
     doc = task_timeline.read_timeline(str(timeline))
     assert doc['controller']['forks'] == forks
-    # More nodes waited than there were workers: they took turns for the worker of the tries.
-    tries = [r for r in doc['records'] if r['task'] == 'Wait for a free known-good peer and lease it']
-    assert len(NODES) - peers > forks and len(set(r['host'] for r in tries)) >= len(NODES) - peers - 1, len(tries)
+    # More nodes than forks waited for a peer, but never more than forks were in the tests play, and some did wait.
+    assert len(NODES) - peers > forks and task_timeline.hosts_in_play_peak(doc, TESTS_PLAY) == forks
+    waits = [r for r in doc['records'] if r['task'] == 'Wait for a free known-good peer and lease it' and r['status'] == 'changed']
+    assert len(waits) >= forks - peers
     gaps = holder_gaps(bench, doc)
     assert sorted(gaps) == NODES, gaps
     longest = max(max(found) for found in gaps.values())
-    print('forks=%d peers=%d: %d tries; the longest wait of a holder\'s task for a worker %.2f s' % (forks, peers, len(tries), longest))
-    assert longest < HOLDER_GAP_S, dict((node, round(max(found), 2)) for node, found in gaps.items())
+    print('forks=%d peers=%d: the longest wait of a holder\'s task for its next task %.2f s (bound %.1f s), %d waits for a peer'
+          % (forks, peers, longest, HOLDER_SLACK_S, len(waits)))
+    assert longest < HOLDER_SLACK_S, dict((node, round(max(found), 2)) for node, found in gaps.items())
     intervals, _unattributed = bench.session_intervals(poller.store, NODES, ['peer%02d' % i for i in range(1, peers + 1)], window=window)
     assert intervals and task_timeline.peer_overlap_s(intervals) == 0
 

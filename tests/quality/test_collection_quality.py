@@ -15,11 +15,12 @@ BIN = os.path.dirname(sys.executable)
 MODULES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'modules', '*.py')))
 FILTER_FILES = sorted(glob.glob(os.path.join(ROOT, 'plugins', 'filter', '*.py')))
 CALLBACKS = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'callback', '*.py')))
-STRATEGIES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'strategy', '*.py')))
 ACTIONS = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, 'plugins', 'action', '*.py')))
 # The plugin folders whose plugins ansible-doc renders here, and the shared-code folders it has nothing to render for.
 # An action plugin is documented by the module of its name (test_every_action_plugin_is_documented_by_its_module).
-DOCUMENTED_PLUGIN_TYPES = ('modules', 'filter', 'callback', 'action', 'strategy')
+# The collection has no strategy plugin (peer_queue is gone: it overrode private ansible-core internals): a plugins/strategy
+# folder fails test_every_plugin_type_is_checked_by_ansible_doc until its ansible-doc test is back.
+DOCUMENTED_PLUGIN_TYPES = ('modules', 'filter', 'callback', 'action')
 SHARED_CODE = ('module_utils', 'plugin_utils')
 
 
@@ -101,14 +102,6 @@ def test_ansible_doc_renders_callback(callback):
     rc, out = run([os.path.join(BIN, 'ansible-doc'), '-t', 'callback', 'gpufleet.netval.%s' % callback])
     assert rc == 0, out
     assert 'OPTIONS' in out, out
-    assert '[WARNING]' not in out and 'ERROR' not in out, out
-
-
-@pytest.mark.parametrize('strategy', STRATEGIES)
-def test_ansible_doc_renders_strategy(strategy):
-    rc, out = run([os.path.join(BIN, 'ansible-doc'), '-t', 'strategy', 'gpufleet.netval.%s' % strategy])
-    assert rc == 0, out
-    assert 'gpufleet.netval.%s' % strategy in out, out
     assert '[WARNING]' not in out and 'ERROR' not in out, out
 
 

@@ -18,15 +18,11 @@ The record::
      tests_skipped,                           why the tier tests do not run (None while they may)
      tests_started, plan_seconds,             when the tests began, epoch seconds on the node's clock (the kernel-log window
                                               opens there); their planned time
-     queue: {tries, waited_s},                the tries for a peer since the last pass began, none taken (the node queues again)
      passes: [{kind, peer, lease, retest_tests, measurements, expected, findings, nccl_transport, lost, done}],
      link_findings,                           link events and AER over the whole test window (the last kernel-log read)
      lost_peers, tried_peers,                 peers that went away while the node was on them; every peer it took
      first_verdict, suspect_peer,             the first peer's verdict when a second re-tested; the first peer as suspect
      broke}                                   where and why the run broke (None while it has not)
-
-A node that finds every peer busy tries for a while (``lease_try``: how long, growing with each try), then goes back in the
-queue (``queued``) and gives its Ansible worker back until its next try; the tries end when a pass begins.
 
 A pass is ``peer`` (the tests against a known-good peer; after a lost peer, another ``peer`` pass on the next),
 ``retest`` (the rejected re-testable tests on a second peer) or ``local`` (the tests that need no peer, while the
@@ -47,7 +43,6 @@ PASS_KINDS = (PEER, RETEST, LOCAL)
 KERNEL_CHECKS = ('link_flap', 'pcie_aer', 'gpu_xid')
 CHECK_MODE = 'check mode: preflight only'
 NO_HEALTHY_PEER = 'no healthy known-good peer'
-NOT_QUEUED = {'tries': 0, 'waited_s': 0.0}
 
 
 class NodeRunError(ValueError):
@@ -74,7 +69,7 @@ def new(node, tier=None, run=None):
     """The record of a node whose run just began."""
     return {'schema': SCHEMA, 'node': node, 'tier': tier, 'run': run, 'slot': None, 'candidates': [],
             'peer_qualification': {}, 'healthy_peers': [], 'peer_findings': [], 'tests_skipped': None, 'tests_started': None,
-            'plan_seconds': None, 'queue': dict(NOT_QUEUED), 'passes': [], 'link_findings': [], 'lost_peers': [], 'tried_peers': [],
+            'plan_seconds': None, 'passes': [], 'link_findings': [], 'lost_peers': [], 'tried_peers': [],
             'first_verdict': None, 'suspect_peer': None, 'broke': None}
 
 
@@ -113,42 +108,15 @@ def after_preflight(record, blocking, check_mode=False, started=None, plan_secon
     return record
 
 
-def _queue(record):
-    return record.get('queue') or dict(NOT_QUEUED)
-
-
-def queued(record, waited_s):
-    """A try for a peer ended with none taken (``waited_s``: how long it tried): the node queues again."""
-    record = _copy(record)
-    queue = _queue(record)
-    record['queue'] = {'tries': queue['tries'] + 1, 'waited_s': round(queue['waited_s'] + max(0.0, float(waited_s or 0)), 3)}
-    return record
-
-
-def lease_try(record, first_s, growth, total_s):
-    """How long the node's next try for a peer may wait: ``first_s`` x ``growth`` ** tries so far (so a long wait costs few
-    tries: about log(total_s / first_s) / log(growth)), never beyond what is left of ``total_s`` seconds of trying;
-    ``last`` when that is all that is left (a try that takes no peer then ends the wait).  {wait_s, last, tries, waited_s}.
-    Pure: the same record gives the same answer however often a task asks."""
-    queue = _queue(_copy(record))
-    left = max(0.0, float(total_s) - queue['waited_s'])
-    wait = float(first_s) * float(growth) ** queue['tries']
-    return {'wait_s': int(min(wait, left)), 'last': wait >= left, 'tries': queue['tries'], 'waited_s': queue['waited_s']}
-
-
 def start_pass(record, kind, peer=None, lease=None, retest_tests=()):
     """A pass begins: against ``peer`` under ``lease`` (peer_lease's result: waited_s, acquired_at), or local.  A peer
-    pass ends the node's tries: its lease's waited_s counts every try."""
+    pass keeps its lease's waited_s (how long the node waited for the peer)."""
     if kind not in PASS_KINDS:
         raise NodeRunError('a pass is %s, got %r' % (', '.join(PASS_KINDS), kind))
     if kind != LOCAL and not peer:
         raise NodeRunError('a %s pass needs the peer it runs against' % kind)
     record = _copy(record)
     lease = dict((k, (lease or {}).get(k)) for k in ('waited_s', 'acquired_at')) if kind != LOCAL else None
-    if lease is not None:
-        queue = _queue(record)
-        lease.update(waited_s=round(queue['waited_s'] + float(lease['waited_s'] or 0), 3), tries=queue['tries'] + 1)
-        record['queue'] = dict(NOT_QUEUED)
     record['passes'].append({'kind': kind, 'peer': peer if kind != LOCAL else None, 'lease': lease,
                              'retest_tests': list(retest_tests or []), 'measurements': [], 'expected': [], 'findings': [],
                              'nccl_transport': None, 'lost': None, 'done': False})
@@ -286,9 +254,9 @@ def timeline(record):
 TRANSITIONS = {
     'place': place, 'check_peers': check_peers, 'after_preflight': after_preflight, 'start_pass': start_pass,
     'finish_pass': finish_pass, 'read_kernel': read_kernel, 'break_run': break_run, 'keep_first_verdict': keep_first_verdict,
-    'suspect': suspect, 'queued': queued,
+    'suspect': suspect,
 }
-QUERIES = {'verdict_inputs': verdict_inputs, 'peers_left': peers_left, 'timeline': timeline, 'lease_try': lease_try}
+QUERIES = {'verdict_inputs': verdict_inputs, 'peers_left': peers_left, 'timeline': timeline}
 
 
 def apply(record, name, args=None):

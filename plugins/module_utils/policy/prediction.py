@@ -23,6 +23,7 @@ once).  The test durations themselves never stretch.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import heapq
 import math
 from collections.abc import Mapping
 
@@ -161,7 +162,7 @@ def predict_run(nodes, peers, costs, local_while_waiting=True, forks=None):
     start, end_s when its last test ends, both from the start of the tests, round how many nodes were measured one
     after the other before it on its chain of peers, plus one; predicted_s adds the fixed costs.  ``load`` gives
     load_factors: each node's peer_overhead_s (its calls and set-ups) stretches by queue_factor, the fixed costs per node
-    by fixed_factor (``forks``: ansible's, which caps parallel_nodes).
+    by fixed_factor (``forks``: ansible's, which caps parallel_nodes and how many nodes are in the tests play at once).
     """
     costs = check_costs(costs)
     if not isinstance(peers, (list, tuple)) or not all(isinstance(p, str) and p for p in peers):
@@ -175,6 +176,8 @@ def predict_run(nodes, peers, costs, local_while_waiting=True, forks=None):
     promoted = []
     out = {}
     waiting = 0
+    # The ends of the nodes in the tests play, while ``forks`` caps how many it holds.
+    in_play = []
     for entry in entries:
         if not isinstance(entry, dict) or not entry.get('node'):
             raise PredictionError('each node of a prediction needs its name, got %r' % (entry,))
@@ -188,15 +191,18 @@ def predict_run(nodes, peers, costs, local_while_waiting=True, forks=None):
             out[name] = {'peer': None, 'peers': [], 'peer_s': 0.0, 'local_s': 0.0, 'start_s': None, 'end_s': 0.0}
             continue
         peer = min(candidates, key=lambda p: (free[p], candidates.index(p)))
-        start = free[peer]
-        waits = start > 0
+        # validate.yml's tests play (strategy host_pinned) holds at most ``forks`` nodes: a node enters when one leaves.
+        admitted = heapq.heappop(in_play) if forks and len(in_play) >= forks else 0.0
+        start = max(free[peer], admitted)
+        waits = start > admitted
         waiting += 1 if waits else 0
         # Waiting, the local tests fill the wait and the peer tests start when both are done; a node that got its peer at
         # once runs them after giving it back; without local_while_waiting they run under the lease, after the peer tests.
         fill = local_while_waiting and waits
-        begin = max(start, local_s) if fill else start
+        begin = max(start, admitted + local_s) if fill else start
         free[peer] = begin + peer_s + (0.0 if local_while_waiting else local_s)
         end = begin + peer_s + (0.0 if fill else local_s)
+        heapq.heappush(in_play, end)
         last_round[peer] += 1
         out[name] = {'peer': peer, 'peers': candidates, 'peer_s': round(peer_s, 1), 'local_s': round(local_s, 1), 'start_s': round(begin, 1),
                      'end_s': round(end, 1), 'round': last_round[peer]}

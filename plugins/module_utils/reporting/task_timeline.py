@@ -244,6 +244,22 @@ def peer_overlap_s(intervals):
     return _union_length([span for found in peer_overlap_spans(intervals).values() for span in found])
 
 
+def hosts_in_play_peak(doc, play):
+    """The most hosts that were in ``play`` at one instant: a host is in it from its first task's start there to its last
+    task's end (validate.yml's tests play holds no more than forks under ansible.builtin.host_pinned).  Spans that only
+    touch do not overlap."""
+    spans = {}
+    for record in doc['records']:
+        if record.get('play') == play and record.get('end') is not None:
+            first, last = spans.get(record['host'], (record['start'], record['end']))
+            spans[record['host']] = (min(first, record['start']), max(last, record['end']))
+    peak = inside = 0
+    for _when, step in sorted([(start, 1) for start, _end in spans.values()] + [(end, -1) for _start, end in spans.values()]):
+        inside += step
+        peak = max(peak, inside)
+    return peak
+
+
 def document_candidates(path, limit=1000):
     """Where a document for ``path`` may go, in order: the path itself, then ``stem.1.ext``, ``stem.2.ext``, ..."""
     stem, ext = os.path.splitext(path)

@@ -152,7 +152,7 @@ def test_each_lifecycle_sequence_ends_in_the_record_and_verdict_inputs_it_must(n
 def test_the_healthy_sequence_grades_a_and_the_timeline_lists_the_lease():
     record = run(*SEQUENCES['healthy: local while waiting, then the peer'][0])
     assert graded(record)['bucket'] == 'A'
-    assert node_run.timeline(record) == [{'peer': 'peer01', 'retest': False, 'waited_s': 0.0, 'acquired_at': 1764900000.0, 'tries': 1}]
+    assert node_run.timeline(record) == [{'peer': 'peer01', 'retest': False, 'waited_s': 0.0, 'acquired_at': 1764900000.0}]
     assert record['plan_seconds'] == {'peer_s': 30.0} and record['tests_started'] == STARTED
 
 
@@ -223,31 +223,13 @@ def test_a_start_that_is_not_the_nodes_epoch_is_refused():
         run(PEERS_OK, ('after_preflight', {'blocking': [], 'started': '2026-12-05 10:01:00'}))
 
 
-def test_a_node_that_finds_every_peer_busy_tries_longer_each_time_and_its_lease_counts_every_try():
-    record = run(PEERS_OK, PREFLIGHT_OK)
-    tries = []
-    for _try in range(6):
-        this = node_run.lease_try(record, 5, 1.5, 3600)
-        assert node_run.lease_try(record, 5, 1.5, 3600) == this  # pure: a task may ask twice
-        tries.append(this['wait_s'])
-        record = node_run.queued(record, this['wait_s'] + 0.25)
-    assert tries == [5, 7, 11, 16, 25, 37] and record['queue'] == {'tries': 6, 'waited_s': 102.5}
-    record = node_run.start_pass(record, 'peer', 'peer02', {'waited_s': 2.0, 'acquired_at': 1764900000.0})
-    assert node_run.timeline(record) == [{'peer': 'peer02', 'retest': False, 'waited_s': 104.5, 'acquired_at': 1764900000.0, 'tries': 7}]
-    assert record['queue'] == node_run.NOT_QUEUED  # the next wait (a re-test's) starts over
-    assert node_run.lease_try(record, 5, 1.5, 3600)['wait_s'] == 5
-
-
-def test_a_day_of_waiting_costs_a_few_dozen_tries_and_the_last_one_uses_what_is_left():
-    record, tries = run(PEERS_OK, PREFLIGHT_OK), 0
-    while not node_run.lease_try(record, 5, 1.5, 86400)['last']:
-        record = node_run.queued(record, node_run.lease_try(record, 5, 1.5, 86400)['wait_s'])
-        tries += 1
-    assert tries == 22   # the recursion of tasks/take_peer.yml stays shallow
-    last = node_run.lease_try(record, 5, 1.5, 86400)
-    assert last['last'] and 0 < last['wait_s'] < 5 * 1.5 ** 22 and last['wait_s'] + record['queue']['waited_s'] <= 86400
-    record = node_run.queued(record, last['wait_s'] + 1)
-    assert node_run.lease_try(record, 5, 1.5, 86400) == {'wait_s': 0, 'last': True, 'tries': 23, 'waited_s': record['queue']['waited_s']}
+def test_a_peer_pass_keeps_how_long_the_node_waited_for_its_peer():
+    record = run(PEERS_OK, PREFLIGHT_OK, ('start_pass', {'kind': 'peer', 'peer': 'peer02', 'lease': {
+        'peer': 'peer02', 'waited_s': 97.5, 'acquired_at': 1764900000.0, 'deadline': 1764900120.0}}))
+    # Only what the timeline reads is kept of the lease (its deadline moves while the run renews it).
+    assert node_run.timeline(record) == [{'peer': 'peer02', 'retest': False, 'waited_s': 97.5, 'acquired_at': 1764900000.0}]
+    record = node_run.start_pass(record, 'local')
+    assert node_run.timeline(record) == [{'peer': 'peer02', 'retest': False, 'waited_s': 97.5, 'acquired_at': 1764900000.0}]
 
 
 def test_a_transition_never_changes_the_record_it_was_given():

@@ -135,6 +135,24 @@ def test_forks_cap_the_controller_and_without_either_there_is_no_load_term():
         prediction.check_costs(dict(COSTS, parallel_nodes=0.5))
 
 
+def test_the_tests_play_holds_no_more_nodes_than_forks_and_the_next_enters_when_one_leaves():
+    entries = [{'node': 'node%02d' % i, 'peer_s': 50.0, 'local_s': 30.0} for i in range(1, 7)]
+    peers = ['peer01', 'peer02', 'peer03', 'peer04']
+    plain = dict(COSTS, node_fixed_s=0.0, run_fixed_s=0.0)
+    plain.pop('parallel_nodes', None)
+    # Forks enough for every node: four take a peer at once (their local tests after it), two wait for one, filling
+    # the wait with their local tests.
+    every = prediction.predict_run(entries, peers, plain, forks=6)
+    assert every['tests_s'] == 100.0 and every['waiting_nodes'] == 2
+    assert every['nodes'] == prediction.predict_run(entries, peers, plain)['nodes']
+    # Two forks (validate.yml's host_pinned): two nodes in the play at a time, each entering when one leaves (at 80 s and
+    # 160 s); a free peer waits for them, not they for it.
+    two = prediction.predict_run(entries, peers, plain, forks=2)
+    assert [(two['nodes'][n]['start_s'], two['nodes'][n]['end_s']) for n in sorted(two['nodes'])] == [
+        (0.0, 80.0), (0.0, 80.0), (80.0, 160.0), (80.0, 160.0), (160.0, 240.0), (160.0, 240.0)]
+    assert two['tests_s'] == 240.0 and two['waiting_nodes'] == 0
+
+
 def test_the_plan_names_its_calls_and_set_ups_and_hostvars_carry_them_with_the_forks():
     counted = seconds_400g()
     # Every peer test's calls and set-ups, and nothing of dcgmi (the one local test: one call, one session).

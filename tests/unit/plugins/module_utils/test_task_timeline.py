@@ -237,3 +237,16 @@ def test_document_candidates():
     names = list(task_timeline.document_candidates('/x/t.json', limit=3))
     assert names == ['/x/t.json', '/x/t.1.json', '/x/t.2.json']
     assert list(task_timeline.document_candidates('/x/timeline', limit=2)) == ['/x/timeline', '/x/timeline.1']
+
+
+def test_hosts_in_a_play_at_once_are_counted_from_each_hosts_first_start_to_its_last_end_there():
+    tests_play = 'Measure each node'
+    records = [dict(rec('node01', 'a', 0.0, 5.0), play=tests_play), dict(rec('node01', 'b', 6.0, 10.0), play=tests_play),
+               dict(rec('node02', 'a', 1.0, 4.0), play=tests_play),
+               # node03 enters as node01 leaves (spans that touch do not overlap); node04 is in another play then.
+               dict(rec('node03', 'a', 10.0, 12.0), play=tests_play), dict(rec('node04', 'a', 2.0, 3.0), play='Preflight')]
+    assert task_timeline.hosts_in_play_peak(doc(records), tests_play) == 2
+    # An earlier task of node03 makes three (node01's gap between its two tasks still counts as in the play).
+    records.append(dict(rec('node03', 'b', 3.0, 3.5), play=tests_play))
+    assert task_timeline.hosts_in_play_peak(doc(records), tests_play) == 3
+    assert task_timeline.hosts_in_play_peak(doc(records), 'Report') == 0
