@@ -519,6 +519,11 @@ def test_a_node_without_fabric_addresses_and_one_routed_through_management_are_o
     ip = [t for t in misrouted['tests'] if t['metric'] in ('jumbo_ping_loss_pct', 'iperf3_gbps')]
     assert ip and all(t['status'] == 'unknown' and t['error_class'] == 'wrong_route' for t in ip), ip
     assert 'through mgmt0 via 10.251.0.254, not ibp59s0' in ip[0]['error'] and 'route get 10.252.1.14 from 10.252.1.12' in ip[0]['cmd']
+    # NCCL's launcher talks over the fabric subnet too: with no way back to the node it would only wait out its timeout.
+    nccl = dict((t['metric'], t) for t in misrouted['tests'] if t['metric'].startswith('nccl_'))
+    assert nccl['nccl_busbw_gbs']['status'] == 'unknown' and nccl['nccl_busbw_gbs']['error_class'] == 'wrong_route', nccl
+    assert {t['status'] for t in nccl.values()} == {'unknown'}, nccl
+    assert [t['status'] for t in unaddressed['tests'] if t['metric'] == 'nccl_busbw_gbs'] == ['healthy']
     # The route is the node's to fix (ours to report, never a return); what it kept from being measured is named after it.
     assert causes(misrouted)[0] == 'node_side_failure' and set(causes(misrouted)[1:]) <= {'measurement_incomplete'}
 
