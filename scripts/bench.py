@@ -603,8 +603,9 @@ def cell_lines(figs):
                          ', '.join('%s %s s' % (play, number(seconds)) for play, seconds in spent['plays']),
                          number(spent['hold_extra_s']), number(spent['peers_idle_s']), number(spent['after_last_hold_s'])))
     if figs.get('scale') is not None:
-        lines.append('  simulated at scale %g: %s; controller tree PSS peak %s MiB' % (
-            figs['scale'], figs.get('reported') or 'no summary', number(figs.get('controller_tree_pss_peak_mib'))))
+        lines.append('  simulated at scale %g: %s; controller tree PSS peak %s MiB (in: %s)' % (
+            figs['scale'], figs.get('reported') or 'no summary', number(figs.get('controller_tree_pss_peak_mib')),
+            figs.get('controller_tree_pss_peak_play') or 'no play'))
     rows = [(row['host'], number(row['wall_s']), number(row['in_plays_s']), number(row['test_s']), number(row['lease_s']),
              number(row['hold_s']), number(row['overhead_s'])) for row in figs['hosts']]
     lines.append(table(('host', 'wall s', 'in plays s', 'test s', 'lease s', 'peer held s', 'overhead s'), rows))
@@ -846,12 +847,14 @@ def run_cell(args, nodes, peers, work):
 class TreeMemory(object):
     """Samples the proportional set size (PSS: shared pages divided among their sharers) of a process and all its
     descendants every ``interval`` seconds while a playbook runs: the controller's memory with every worker it forked.
-    ``peak_mib`` is the largest sum seen."""
+    ``peak_mib`` is the largest sum seen, ``peak_at`` when (epoch seconds), ``samples`` every [epoch, MiB]."""
 
     def __init__(self, interval=2.0):
         self.interval = interval
         self.root = None
         self.peak_mib = 0.0
+        self.peak_at = None
+        self.samples = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name='tree-memory', daemon=True)
 
@@ -888,7 +891,10 @@ class TreeMemory(object):
             pid = todo.pop()
             total += self._pss_kib(pid)
             todo.extend(children.get(pid, []))
-        self.peak_mib = max(self.peak_mib, total / 1024.0)
+        now, mib = time.time(), total / 1024.0
+        self.samples.append([round(now, 1), round(mib, 1)])
+        if mib > self.peak_mib:
+            self.peak_mib, self.peak_at = mib, now
 
     def _loop(self):
         while not self._stop.wait(self.interval):
@@ -955,11 +961,25 @@ def run_sim_cell(args, nodes, peers, work):
         say('warning: ansible-playbook exited %d (see %s); the figures below are of that run' % (rc, log))
     figs = analyse_dir(folder, args.promote)
     figs['controller_tree_pss_peak_mib'] = memory.peak_mib
+    figs['controller_tree_pss_peak_play'] = play_at(task_timeline.read_timeline(timeline), memory.peak_at)
     figs['reported'] = reported(os.path.join(folder, 'reports'))
     figs['scale'] = args.scale
-    cell = {'figures': figs, 'rc': rc, 'process_wall_s': process_wall, 'folder': folder, 'promote': bool(args.promote), 'simulated': True}
+    cell = {'figures': figs, 'rc': rc, 'process_wall_s': process_wall, 'folder': folder, 'promote': bool(args.promote), 'simulated': True,
+            'controller_tree_pss_samples': memory.samples}
     write_json(os.path.join(folder, 'cell.json'), cell)
     return cell
+
+
+def play_at(timeline, moment):
+    """The play whose tasks were running at ``moment`` (epoch seconds), from a run's task timeline, or None."""
+    spans = {}
+    for record in timeline.get('records') or [] if moment is not None else []:
+        start, end = spans.get(record['play'], (record['start'], record['end']))
+        spans[record['play']] = (min(start, record['start']), max(end, record['end']))
+    for play, (start, end) in sorted(spans.items(), key=lambda item: item[1]):
+        if start <= moment <= end:
+            return play
+    return None
 
 
 def sim_contract():

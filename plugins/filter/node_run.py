@@ -18,7 +18,7 @@ description:
     C(plan_seconds)), C(start_pass) (C(kind) peer, retest or local, C(peer), C(lease), C(retest_tests)), C(finish_pass)
     (C(outputs) - the tier_tests role's measurements, expected, findings, nccl_transport, peer_lost), C(read_kernel)
     (C(kernel_result)), C(break_run) (C(where), C(why), C(outputs)), C(keep_first_verdict) (C(verdict)), C(suspect)
-    (C(verdict)).
+    (C(verdict)), C(outputs_kept) (no arguments; once the evidence bundle holds them, the tools' whole outputs leave the record).
   - Queries return an answer - C(verdict_inputs) (what the verdict grades, merged from the passes), C(peers_left) (the
     healthy peers not taken yet), C(timeline) (every pass against a peer with its lease).
 author:

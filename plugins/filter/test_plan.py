@@ -56,7 +56,7 @@ RETURN = r'''
 _value:
   description:
     - C(tests) (names in run order), C(runs) (test name to its runs), C(perftest_tests) (one-HCA-at-a-time perftest tests),
-      C(batches) (per perftest test its batches, each with C(repeat) when the profile repeats it),
+      C(perftest_batches) (those tests' batches in run order, each with its C(test) and, when the profile repeats it, C(repeat)),
       C(expected) (C(id), C(metric), C(subject), C(test), C(reason)) and C(pairs).
   type: dict
 '''

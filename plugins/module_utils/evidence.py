@@ -501,6 +501,24 @@ def test_output_paths(tests):
     return paths
 
 
+def outputs_in_bundle(node_result):
+    """The node's verdict once its bundle is stored: each test's whole output (``raw``) replaced by ``raw_file``, the
+    bundle path that holds it (``test_output_paths``); figures, verbatim lines and commands stay.  The controller keeps
+    every node's verdict until the report, and the raw outputs are most of it.  Anything but a verdict with a list of
+    tests comes back as it is: letting go of memory never costs a node its report."""
+    if not isinstance(node_result, dict) or not isinstance(node_result.get('tests'), list):
+        return node_result
+    paths = test_output_paths(node_result['tests'])
+    tests = []
+    for index, test in enumerate(node_result['tests']):
+        if isinstance(test, dict) and 'raw' in test:
+            test = dict((key, value) for key, value in test.items() if key != 'raw')
+            if index in paths:
+                test['raw_file'] = paths[index]
+        tests.append(test)
+    return dict(node_result, tests=tests)
+
+
 def evidence_plan(node_result, profile, facts, procfs_root='/proc', paths=None):
     """What the evidence bundle of one node holds beyond the fixed checklist.
 

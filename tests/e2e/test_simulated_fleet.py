@@ -40,6 +40,11 @@ def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_r
         metrics = set(t['metric'] for t in result['tests'] if t.get('value') is not None or t.get('preset_status'))
         assert result['bucket'] == 'A' and not [t for t in result['tests'] if t['status'] == 'unknown'], result['causes']
         assert metrics, node
+        # Once its bundle was stored the controller let go of the node's raw outputs: the report names each one's file
+        # in the bundle in its place (the simulated bundle is the recording's, so the lab's tests open the files).
+        assert not [t['id'] for t in result['tests'] if 'raw' in t], node
+        with_output = set(t['metric'] for t in result['tests'] if t.get('raw_file'))
+        assert with_output >= {'jumbo_ping_loss_pct', 'iperf3_gbps', 'ib_send_bw_gbs', 'gdr_bw_gbs', 'nccl_busbw_gbs', 'dcgmi_diag'}, node
     assert tier == '400G'
     # The catalogue's metrics and the graded entries of NCCL's log that are not catalogue metrics.
     wanted = set(metric for entry in catalogue.TESTS for metric in entry['metrics']) | {verdict.NCCL_TRANSPORT, verdict.NCCL_GDR}

@@ -106,6 +106,12 @@ def assert_every_enabled_test_has_its_figures(result, hcas, link_layer='InfiniBa
         if test.get('value') is not None or test.get('preset_status'):
             measured.setdefault(test['metric'], set()).add(test['subject'])
     assert [t for t in result['tests'] if t['status'] == 'unknown'] == []
+    # The figures' whole outputs are in the node's bundle, where the report says (the controller let go of them).
+    assert result.get('evidence'), result['node']
+    outputs = [t['raw_file'] for t in result['tests'] if t.get('raw_file')]
+    assert outputs and not [t['id'] for t in result['tests'] if 'raw' in t]
+    for name in outputs:
+        assert os.path.getsize(os.path.join(result['evidence'], name)) > 0, (result['node'], name)
     other = set(m for layer, metrics in LINK_LAYER_METRICS.items() if layer != link_layer for m in metrics)
     for entry in catalogue.enabled_tests(tier_profile(result['tier'])):
         for metric in entry['metrics']:

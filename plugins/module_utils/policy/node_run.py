@@ -165,6 +165,23 @@ def break_run(record, where, why, outputs=None):
     return record
 
 
+def _without_raw(entries):
+    return [dict((key, value) for key, value in entry.items() if key != 'raw') if isinstance(entry, dict) else entry
+            for entry in entries or []]
+
+
+def outputs_kept(record):
+    """Once the node's evidence bundle holds the tools' whole outputs: the record without them (``raw`` of each pass's
+    measurements and of the first verdict's tests; their figures, verbatim lines and commands stay).  The controller
+    keeps every node's record until the report, and the raw outputs are most of it."""
+    record = _copy(record)
+    for one_pass in record['passes']:
+        one_pass['measurements'] = _without_raw(one_pass['measurements'])
+    if isinstance(record['first_verdict'], dict) and isinstance(record['first_verdict'].get('tests'), list):
+        record['first_verdict']['tests'] = _without_raw(record['first_verdict']['tests'])
+    return record
+
+
 def keep_first_verdict(record, verdict):
     """The first peer's verdict, kept before a second peer re-tests what it rejected."""
     record = _copy(record)
@@ -254,7 +271,7 @@ def timeline(record):
 TRANSITIONS = {
     'place': place, 'check_peers': check_peers, 'after_preflight': after_preflight, 'start_pass': start_pass,
     'finish_pass': finish_pass, 'read_kernel': read_kernel, 'break_run': break_run, 'keep_first_verdict': keep_first_verdict,
-    'suspect': suspect,
+    'suspect': suspect, 'outputs_kept': outputs_kept,
 }
 QUERIES = {'verdict_inputs': verdict_inputs, 'peers_left': peers_left, 'timeline': timeline}
 

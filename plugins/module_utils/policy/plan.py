@@ -461,7 +461,7 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     their figures expected with the reason).
 
     Returns {tests: [names in run order], runs: {test name: [run, ...]}, perftest_tests: [names of one-HCA-at-a-time
-    perftest tests], batches: {perftest test name: [perftest_batches(...)]}, expected: [{id, metric, subject, test,
+    perftest tests], perftest_batches: [perftest_batches(...) of those tests, each with its test, in run order], expected: [{id, metric, subject, test,
     reason}], pairs: [rail pairs, each with paired_by], unpaired: [{device, reason}], ip_path: {pair, node_ip, peer_ip,
     netdev, link_layer} or {problem}}.  Subjects of node-scope figures are the peer's address on the IP rail (iperf3,
     ping), 'all_reduce' (nccl) and 'all NICs', as the measurements name them.
@@ -471,7 +471,7 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
     pairs, unpaired = rails.rail_pairs(node_ports, peer_ports, options['rails_map'], options['peer_name'])
     path = rails.ip_path(pairs, options['node_name'], options['peer_name'], options['node_address'], options['peer_address'])
     ports = _Ports(options)
-    plan = {'tests': [], 'runs': {}, 'batches': {}, 'perftest_tests': [], 'expected': [], 'pairs': pairs}
+    plan = {'tests': [], 'runs': {}, 'perftest_batches': [], 'perftest_tests': [], 'expected': [], 'pairs': pairs}
     if profile:
         plan.update(unpaired=unpaired, ip_path=path)
     for entry in catalogue.enabled_tests(profile):
@@ -503,7 +503,8 @@ def tier_test_plan(profile, node_ports, peer_ports, gpu_pairs=None, options=None
         plan['tests'].append(entry['name'])
         plan['runs'][entry['name']] = _with_server_deadlines(runs, options)
         if entry['name'] in plan['perftest_tests']:
-            plan['batches'][entry['name']] = repeated_batches(perftest_batches(plan['runs'][entry['name']]), params.get('repeats'))
+            plan['perftest_batches'].extend(dict(batch, test=entry['name']) for batch in
+                                            repeated_batches(perftest_batches(plan['runs'][entry['name']]), params.get('repeats')))
         elif entry['scope'] == catalogue.SCOPE_ALL_HCAS and runs:
             # Every server started in one call, every client at once in one call, every server stopped in one call.
             runs[0]['batch'] = perftest_batches(runs[0]['clients'])[0]

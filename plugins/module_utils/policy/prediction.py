@@ -103,8 +103,8 @@ def plan_seconds(plan, costs):
             raise PredictionError(str(exc))
         module = entry['module']
         key = 'peer_s' if entry['needs_peer'] else 'local_s'
-        if name in plan.get('batches', {}):
-            batches = plan['batches'][name]
+        batches = [batch for batch in plan.get('perftest_batches') or [] if batch.get('test') == name]
+        if batches:
             calls = 3 * len(batches)  # start every server, run the clients in turn, stop the servers
             sessions = [run for batch in batches for run in batch['runs']]
             seconds = sum(_session_s(run, module, costs) for run in sessions)

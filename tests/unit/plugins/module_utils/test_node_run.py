@@ -255,3 +255,24 @@ def test_a_transition_that_does_not_fit_says_why(name, args, message):
 def test_anything_but_a_record_is_refused():
     with pytest.raises(node_run.NodeRunError, match='expected a node run record'):
         node_run.apply({'node': 'node01'}, 'verdict_inputs')
+
+
+def with_raw(measurements, text):
+    return [dict(m, raw=text + m['subject']) for m in measurements]
+
+
+def test_once_the_bundle_holds_the_outputs_the_record_drops_them_and_grades_the_same():
+    first_verdict, record = retested([47.2] * 8)
+    for one_pass in record['passes']:
+        one_pass['measurements'] = with_raw(one_pass['measurements'], 'the output of ')
+    record['first_verdict']['tests'] = with_raw([t for t in record['first_verdict']['tests'] if 'subject' in t], 'first ')
+    kept = node_run.apply(record, 'outputs_kept')
+    assert not [m for p in kept['passes'] for m in p['measurements'] if 'raw' in m]
+    assert not [t for t in kept['first_verdict']['tests'] if 'raw' in t]
+    # Only the outputs go: every figure, the grading and the record given stay as they were.
+    assert [[m.get('value') for m in p['measurements']] for p in kept['passes']] == \
+        [[m.get('value') for m in p['measurements']] for p in record['passes']]
+    graded_before = graded(record)
+    assert [t for t in graded_before['tests'] if t.get('raw')]
+    assert graded(kept) == dict(graded_before, tests=[dict((k, v) for k, v in t.items() if k != 'raw') for t in graded_before['tests']])
+    assert record['passes'][0]['measurements'][0]['raw'] == 'the output of mlx5_0'

@@ -44,6 +44,10 @@ def plan_400g(slot=0, node=None, peer=None, **options):
     return plan.tier_test_plan(TIERS['400G'], node, peer or peer_ports(8), gpu_pairs_of([p['device'] for p in node]), options)
 
 
+def batches_of(made, test):
+    return [batch for batch in made['perftest_batches'] if batch['test'] == test]
+
+
 def perftest_ports(made):
     ports = []
     for name in made['perftest_tests']:
@@ -61,10 +65,19 @@ def test_400g_plan_runs_every_enabled_test_in_catalogue_order():
     assert made['runs']['ib_send_bw'][0]['tx_depth'] == 128 and made['runs']['ib_send_bw'][0]['size'] == 65536
 
 
+def test_perftest_batches_come_in_the_plans_run_order_each_naming_its_test():
+    made = plan_400g()
+    assert made['perftest_tests'] == ['ib_send_bw', 'gdr']
+    tests_in_order = [batch['test'] for batch in made['perftest_batches']]
+    assert tests_in_order == sorted(tests_in_order, key=made['perftest_tests'].index) and set(tests_in_order) == {'ib_send_bw', 'gdr'}
+    assert [run['id'] for batch in made['perftest_batches'] for run in batch['runs']] == \
+        [run['id'] for name in made['perftest_tests'] for run in made['runs'][name]]
+
+
 def test_no_profile_and_no_peer_ports_plan_nothing_as_tier_tests_plans_a_pass_whose_peer_is_gone():
     gone = plan.tier_test_plan({}, live_ports(8), [], gpu_pairs_of(['mlx5_%d' % i for i in range(8)]),
                                {'slot': 3, 'phase': 'peer'})
-    assert gone == {'tests': [], 'runs': {}, 'batches': {}, 'perftest_tests': [], 'expected': [], 'pairs': []}
+    assert gone == {'tests': [], 'runs': {}, 'perftest_batches': [], 'perftest_tests': [], 'expected': [], 'pairs': []}
     assert plan_400g(phase='peer')['tests']   # the same options with the profile plan the peer tests
 
 
@@ -262,19 +275,19 @@ def test_a_retest_plan_can_be_narrowed_to_the_rejected_tests():
 
 def test_one_hca_at_a_time_runs_are_batched_per_box_pair_with_the_perftest_session_keys():
     made = plan_400g()
-    batch, = made['batches']['ib_send_bw']
+    batch, = batches_of(made, 'ib_send_bw')
     assert (batch['server_on'], batch['client_on'], batch['tool'], batch['tx_depth']) == ('node', 'peer', 'ib_send_bw', 128)
     assert [s['id'] for s in batch['servers']] == [r['id'] for r in made['runs']['ib_send_bw']]
     assert set(batch['servers'][0]) == {'id', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'}
     assert set(batch['clients'][0]) == {'id', 'server', 'device', 'ib_port', 'port', 'gid_index', 'use_cuda', 'use_cuda_bus_id', 'timeout'}
     assert batch['clients'][0]['server'] == '10.251.0.11' and batch['servers'][0]['timeout'] == made['runs']['ib_send_bw'][0]['server_timeout']
     assert batch['tclass'] is None and batch['qps'] is None  # InfiniBand: no traffic class, one QP
-    gdr, = made['batches']['gdr']
+    gdr, = batches_of(made, 'gdr')
     assert [s['use_cuda'] for s in gdr['servers']] == [r['use_cuda'] for r in made['runs']['gdr']]
     send_too = dict(TIERS['400G']['tests']['ib_send_bw'], directions=['send', 'receive'])
     both = plan.tier_test_plan(dict(TIERS['400G'], tests=dict(TIERS['400G']['tests'], ib_send_bw=send_too)),
                                live_ports(2), live_ports(2), [], {})
-    assert [(b['server_on'], len(b['runs'])) for b in both['batches']['ib_send_bw']] == [('node', 1), ('peer', 1), ('node', 1), ('peer', 1)]
+    assert [(b['server_on'], len(b['runs'])) for b in batches_of(both, 'ib_send_bw')] == [('node', 1), ('peer', 1), ('node', 1), ('peer', 1)]
 
 
 def test_the_all_nics_run_is_one_batch_whose_sessions_are_its_clients():
@@ -294,13 +307,13 @@ def test_repeats_run_the_whole_round_again_with_the_same_runs_and_their_own_batc
                                {'slot': 0, 'node_name': 'node01', 'peer_name': 'peer01', 'node_control_address': '10.251.0.11',
                                 'peer_control_address': '10.251.0.21'})
     once = plan_400g()
-    batches = made['batches']['ib_send_bw']
-    assert len(batches) == 3 * len(once['batches']['ib_send_bw'])
-    assert [b['repeat'] for b in batches] == sorted([1, 2, 3] * len(once['batches']['ib_send_bw']))
+    batches = batches_of(made, 'ib_send_bw')
+    assert len(batches) == 3 * len(batches_of(once, 'ib_send_bw'))
+    assert [b['repeat'] for b in batches] == sorted([1, 2, 3] * len(batches_of(once, 'ib_send_bw')))
     assert len(set(b['id'] for b in batches)) == len(batches)
     # The same runs (ids, ports) each time: their measurements are one figure's samples.
     assert [r['id'] for r in batches[0]['runs']] == [r['id'] for r in batches[-1]['runs']]
-    assert made['batches']['gdr'] == once['batches']['gdr'] and [b['repeat'] for b in once['batches']['ib_send_bw']] == [1]
+    assert batches_of(made, 'gdr') == batches_of(once, 'gdr') and [b['repeat'] for b in batches_of(once, 'ib_send_bw')] == [1]
     assert len([e for e in made['expected'] if e['metric'] == 'ib_send_bw_gbs']) == 8
 
 
@@ -391,7 +404,7 @@ def test_roce_rails_carry_the_sites_traffic_class_several_qps_and_need_their_ipv
     sends = made['runs']['ib_send_bw']
     assert [r['device'] for r in sends] == ['mlx5_0', 'mlx5_1', 'mlx5_3']
     assert {(r['tclass'], r['qps']) for r in sends} == {(106, TIERS['400G']['tests']['ib_send_bw']['roce_qps'])}
-    batch, = made['batches']['ib_send_bw']
+    batch, = batches_of(made, 'ib_send_bw')
     assert (batch['tclass'], batch['qps']) == (106, 4)
     missing = [e for e in made['expected'] if e['metric'] == 'ib_send_bw_gbs' and e['reason']]
     assert [e['subject'] for e in missing] == ['mlx5_2'] and 'no fabric address for node01 on mlx5_2' in missing[0]['reason']
@@ -416,19 +429,19 @@ BUS_IDS = dict((str(i), '0000:%02x:00.0' % (0x18 + 0x10 * i)) for i in range(8))
 def test_gdr_names_the_gpu_by_bus_id_with_dmabuf_and_a_ready_timeout_from_the_profile():
     gdr = {'use_cuda_dmabuf': True, 'cuda_device_order': None, 'by_bus_id': True}
     made = plan_400g(gdr=gdr, gpu_bus_ids=BUS_IDS)
-    batch = made['batches']['gdr'][0]
+    batch = batches_of(made, 'gdr')[0]
     assert batch['use_cuda_dmabuf'] is True and batch['ready_timeout'] == TIERS['400G']['tests']['gdr']['server_ready_timeout'] == 60
     assert [(s['use_cuda'], s['use_cuda_bus_id']) for s in batch['servers']][:3] == [(0, BUS_IDS['0']), (0, BUS_IDS['0']), (2, BUS_IDS['2'])]
     # The peer's end (the clients) runs in host memory: no GPU, no bus id.
     assert all(c['use_cuda'] is None and c['use_cuda_bus_id'] is None for c in batch['clients'])
     # Host-memory RDMA is never given GPU options.
-    send = made['batches']['ib_send_bw'][0]
+    send = batches_of(made, 'ib_send_bw')[0]
     assert send['use_cuda_dmabuf'] is False and send['ready_timeout'] is None and send['cuda_device_order'] is None
 
 
 def test_gdr_by_ordinal_sets_pci_bus_order():
     made = plan_400g(gdr={'use_cuda_dmabuf': False, 'cuda_device_order': 'PCI_BUS_ID', 'by_bus_id': False}, gpu_bus_ids=BUS_IDS)
-    batch = made['batches']['gdr'][0]
+    batch = batches_of(made, 'gdr')[0]
     assert batch['cuda_device_order'] == 'PCI_BUS_ID' and all(s['use_cuda_bus_id'] is None for s in batch['servers'])
 
 

@@ -6,7 +6,7 @@ import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import node_run, plan, prediction
 from tests.unit import fixtures
-from tests.unit.plugins.module_utils.test_plan import TIERS, gpu_pairs_of, live_ports
+from tests.unit.plugins.module_utils.test_plan import TIERS, batches_of, gpu_pairs_of, live_ports
 
 with open(os.path.join(fixtures.ROOT, 'playbooks', 'vars', 'prediction.yml'), encoding='utf-8') as handle:
     COSTS = yaml.safe_load(handle)['validate_prediction_costs']
@@ -26,7 +26,7 @@ def test_a_400g_node_adds_up_its_sessions_and_calls_and_keeps_dcgmi_apart():
     perftest_sessions = sum(len(made['runs'][name]) for name in made['perftest_tests'])
     assert perftest_sessions == 16  # ib_send_bw and gdr, one per HCA
     assert counted['peer_s'] > 60 * len(made['runs']['iperf3']) + 60 + perftest_sessions * COSTS['untimed_s']['perftest']
-    assert counted['sessions'] >= perftest_sessions + 2 and counted['calls'] >= 3 * len(made['batches']['ib_send_bw'])
+    assert counted['sessions'] >= perftest_sessions + 2 and counted['calls'] >= 3 * len(batches_of(made, 'ib_send_bw'))
     assert seconds_400g() == dict(counted)
 
 

@@ -139,6 +139,25 @@ def test_evidence_plan_covers_every_nic_down_ones_included():
     assert plan['files']['tests/ib_send_bw_gbs_mlx5_0.txt'].startswith('$ ib_send_bw -d mlx5_0')
 
 
+def test_once_stored_a_verdict_names_where_the_bundle_holds_each_output_in_place_of_the_output():
+    node = rejected_node()
+    node['tests'][0]['raw'] = 'raw perftest text'
+    node['tests'][1]['raw'] = ''   # an empty output: no file in the bundle, nothing to point at
+    files = evidence.evidence_plan(node, {}, {})['files']
+    slim = evidence.outputs_in_bundle(node)
+    assert slim['tests'][0]['raw_file'] == 'tests/ib_send_bw_gbs_mlx5_0.txt' and slim['tests'][0]['raw_file'] in files
+    assert 'raw' not in slim['tests'][0] and 'raw' not in slim['tests'][1] and 'raw_file' not in slim['tests'][1]
+    # Every figure stays, and the verdict given is left as it was (it went into the bundle with its outputs).
+    assert [dict(t, raw_file=None) for t in slim['tests']] == [dict((k, v) for k, v in t.items() if k != 'raw') for t in
+                                                               [dict(t, raw_file=None) for t in node['tests']]]
+    assert node['tests'][0]['raw'] == 'raw perftest text' and slim['bucket'] == node['bucket']
+
+
+@pytest.mark.parametrize('odd', [None, 'text', [], {'tests': 'not a list'}, {'node': 'node01'}])
+def test_anything_but_a_verdict_with_tests_is_given_back_as_it_is(odd):
+    assert evidence.outputs_in_bundle(odd) is odd
+
+
 def test_summary_table_counts_what_could_not_be_measured():
     nodes = {'node01': {'node': 'node01', 'bucket': 'B', 'peer': 'peer01', 'tier': '400G', 'tests': [], 'findings': [],
                         'counts': {'healthy': 70, 'marginal': 0, 'reject': 0, 'unknown': 3},
