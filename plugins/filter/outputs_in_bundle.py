@@ -13,8 +13,7 @@ description:
   - Takes the node's verdict (C(verdict_node_result)) after its evidence bundle was stored, and returns it with each
     test's whole output (C(raw)) replaced by C(raw_file), the path inside the bundle that holds it. The figures, the
     verbatim lines the vendor letter quotes and the commands stay.
-  - The controller keeps every node's verdict until the report; the raw outputs are most of it, so without them its
-    memory follows the nodes still in the tests, not the fleet.
+  - The controller keeps every node's verdict until the report, and the raw outputs are most of it.
   - Anything but a verdict with a list of tests is returned as it is, so letting go of memory never costs a node its report.
 author:
   - gpufleet.netval maintainers (@gpufleet)
