@@ -287,6 +287,15 @@ def bound_s(nodes_count, peers_count, peer_test, local_test, promote=False):
     return max(rounds * peer_test, local_test + peer_test)
 
 
+def play_bounds(doc):
+    """Each play's first task start and last task end, in the order the plays ran: [(name, start, end)]."""
+    plays = {}
+    for record in task_timeline.check_timeline(doc)['records']:
+        start, end = plays.get(record.get('play'), (record['start'], record['end']))
+        plays[record.get('play')] = (min(start, record['start']), max(end, record['end']))
+    return [(play, start, end) for play, (start, end) in plays.items()]
+
+
 def time_spent(doc, hosts=None):
     """Where a run's wall time goes, from its timeline: each play's span (its first task start to its last task end, in
     the order the plays ran), the median peer hold's seconds beyond the test tasks inside it (the calls, set_facts and
@@ -294,13 +303,6 @@ def time_spent(doc, hosts=None):
     peers idle: handovers and starts), and after the last give-back.  {plays: [(name, seconds)], hold_extra_s,
     peers_idle_s, after_last_hold_s}."""
     records = task_timeline.check_timeline(doc)['records']
-    plays, order = {}, []
-    for record in records:
-        play = record.get('play')
-        if play not in plays:
-            order.append(play)
-            plays[play] = [record['start'], record['end']]
-        plays[play] = [min(plays[play][0], record['start']), max(plays[play][1], record['end'])]
     spans = lease_hold_spans(doc, hosts)
     extras = []
     for host, found in spans.items():
@@ -315,7 +317,7 @@ def time_spent(doc, hosts=None):
         first, last = holds[0][0], max(end for _start, end in holds)
         idle = max(0.0, (last - first) - held)
         after = max(0.0, float(doc['playbook_end']) - last)
-    return {'plays': [(play, plays[play][1] - plays[play][0]) for play in order], 'hold_extra_s': median(extras),
+    return {'plays': [(play, end - start) for play, start, end in play_bounds(doc)], 'hold_extra_s': median(extras),
             'peers_idle_s': idle, 'after_last_hold_s': after}
 
 
@@ -970,13 +972,9 @@ def run_sim_cell(args, nodes, peers, work):
     return cell
 
 
-def play_at(timeline, moment):
+def play_at(doc, moment):
     """The play whose tasks were running at ``moment`` (epoch seconds), from a run's task timeline, or None."""
-    spans = {}
-    for record in timeline.get('records') or [] if moment is not None else []:
-        start, end = spans.get(record['play'], (record['start'], record['end']))
-        spans[record['play']] = (min(start, record['start']), max(end, record['end']))
-    for play, (start, end) in sorted(spans.items(), key=lambda item: item[1]):
+    for play, start, end in play_bounds(doc) if moment is not None else []:
         if start <= moment <= end:
             return play
     return None

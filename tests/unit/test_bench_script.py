@@ -658,3 +658,9 @@ def test_with_promotion_the_bound_counts_the_rounds_of_a_doubling_pool():
     assert bench.bound_s(1024, 2, 5.0, 1.0, promote=True) == 50.0    # 2 x 2^9 = 1024: ten rounds, not 512
     figs = bench.figures(FOUR_ON_TWO, 4, 2, [], promote=True)
     assert figs['bound_rounds'] == 2 and figs['bound_s'] == 20.0
+
+
+def test_the_play_at_a_moment_is_the_one_whose_tasks_span_it():
+    # synthetic FOUR_ON_TWO: preflight 0..3, the tests play 3..28, the report play 30..32 (nothing ran 28..30).
+    assert bench.play_bounds(FOUR_ON_TWO) == [(PRE, 0.0, 3.0), (MEASURE, 3.0, 28.0), (REPORT, 30.0, 32.0)]
+    assert [bench.play_at(FOUR_ON_TWO, moment) for moment in (1.0, 20.0, 29.0, 31.0, None)] == [PRE, MEASURE, None, REPORT, None]
