@@ -20,8 +20,9 @@ description:
   - Prints nothing for a playbook that makes no prediction (drift.yml, evidence.yml); it never breaks the playbook, an
     error of its own is a warning.
   - When the playbook starts it imports the collection's filters in the controller's main process, so the worker Ansible
-    forks for every task inherits them instead of compiling them again (the C(gpufleet.netval.task_timeline) callback does
-    the same).
+    forks for every task inherits them instead of compiling them again, and has each of those workers freeze the Python
+    objects it inherits (C(gc.freeze)), so that the worker's garbage collections never copy the main process's memory
+    (the C(gpufleet.netval.task_timeline) callback does the same).
 author:
   - gpufleet.netval maintainers (@gpufleet)
 requirements:
@@ -56,7 +57,7 @@ from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import progress
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
-from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import warm_up
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import freeze_inherited_objects_in_workers, warm_up
 
 # A failing hook is a warning, never a broken playbook.
 _soft = soft('gpufleet.netval.progress')
@@ -80,6 +81,7 @@ class CallbackModule(CallbackBase):
         if self._started is None:
             self._started = time.time()
         warm_up()
+        freeze_inherited_objects_in_workers()
 
     @_soft
     def v2_runner_on_start(self, host, task):

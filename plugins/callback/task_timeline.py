@@ -28,7 +28,8 @@ description:
   - C(delegated_to) lists the inventory name of every host the task or its items were delegated to; it is empty when
     the task was not delegated.
   - When the playbook starts it imports the collection's filters in the controller's main process, as
-    C(gpufleet.netval.progress) does, so the task workers inherit them instead of compiling them again.
+    C(gpufleet.netval.progress) does, so the task workers inherit them instead of compiling them again, and has each
+    worker freeze the Python objects it inherits, so that its garbage collections never copy the main process's memory.
   - Also records the run's playbook files, its start (first playbook start) and end (the final stats), and the
     controller's peak resident memory in MiB, C(peak_rss_mib) with C(self) (C(ru_maxrss) of RUSAGE_SELF, the
     ansible-playbook main process), C(children) (C(ru_maxrss) of RUSAGE_CHILDREN, the largest single finished and
@@ -93,7 +94,7 @@ from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting.task_timeline import FORMAT, write_document
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
-from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import warm_up
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import freeze_inherited_objects_in_workers, warm_up
 
 # A failing hook is a warning, never a broken playbook.
 _soft = soft('gpufleet.netval.task_timeline', 'the timeline may be incomplete')
@@ -140,6 +141,7 @@ class CallbackModule(CallbackBase):
         if self._playbook_start is None:
             self._playbook_start = time.time()
         warm_up()
+        freeze_inherited_objects_in_workers()
         self._playbooks.append(to_text(getattr(playbook, '_file_name', None) or ''))
 
     @_soft
