@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import lease_redis
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from tests.lab.conftest import BIN, LAB_ROOT, ROOT, bench_script, cli, lab_env
 from tests.lab.test_validate import node_result
@@ -26,10 +27,13 @@ HOLDER_SLACK_S = 3.0
 def playbook(reports, *extra, env=None, limit='new_nodes', background=False):
     argv = [os.path.join(BIN, 'ansible-playbook'), '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', limit,
             '-e', 'report_root=%s' % reports, '-e', 'evidence_controller_dir=%s' % (reports.parent / 'evidence')] + list(extra)
-    kwargs = dict(cwd=ROOT, env=env or lab_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     if background:
-        return subprocess.Popen(argv, **kwargs)  # pylint: disable=consider-using-with
-    proc = subprocess.run(argv, timeout=1800, check=False, **kwargs)
+        # Its output goes to <reports>/../playbook.log: a pipe nobody reads while the run goes on would fill and stop it.
+        reports.parent.mkdir(parents=True, exist_ok=True)
+        with open(reports.parent / 'playbook.log', 'w', encoding='utf-8') as log:
+            return subprocess.Popen(argv, cwd=ROOT, env=env or lab_env(), stdout=log, stderr=subprocess.STDOUT)  # pylint: disable=consider-using-with
+    proc = subprocess.run(argv, timeout=1800, check=False, cwd=ROOT, env=env or lab_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True)
     return proc.returncode, proc.stdout
 
 
@@ -83,18 +87,44 @@ def test_with_fewer_forks_than_waiting_nodes_every_node_is_measured_and_the_hold
     assert intervals and task_timeline.peer_overlap_s(intervals) == 0
 
 
+def output(reports):
+    """What a playbook started in the background (playbook(..., background=True)) wrote."""
+    return (reports.parent / 'playbook.log').read_text(encoding='utf-8', errors='replace')
+
+
+def wait_for_leases(url, peers, nodes, run, reports, timeout=900):
+    """Wait until every one of ``peers`` is leased in the Redis at ``url`` to one of ``nodes`` (the background run
+    ``run``, writing its reports to ``reports``); fails when the run ends first or the time is up."""
+    leases = lease_redis.RedisLeases(url)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        held = [leases.read(peer) or {} for peer in peers]
+        if all(lease.get('node') in nodes for lease in held):
+            return held
+        assert run.poll() is None, 'the first run ended before its nodes held %s at once:\n%s' % (peers, output(reports)[-3000:])
+        time.sleep(0.2)
+    raise AssertionError('%s never held %s at once in %d s' % (nodes, peers, timeout))
+
+
 def test_two_controllers_sharing_two_peers_through_redis_never_measure_through_one_peer_at_once(lab_session, tmp_path):  # pylint: disable=unused-argument
-    """Two ansible-playbook runs started at once, each with its own lease folder (two controllers, or two AWX jobs'
-    containers), two nodes each, both sharing the lab's two peers through one Redis."""
+    """Two ansible-playbook runs at once, each with its own lease folder (two controllers, or two AWX jobs' containers),
+    two nodes each, both sharing the lab's two peers through one Redis.  The second starts once the first's nodes hold
+    both peers, so its nodes meet live leases of another run and both runs measure through the same peers (started at
+    the same instant, each run can by chance keep to one peer of its own, and the check below would prove nothing)."""
     cli('up', '--profile', 'healthy-100g', '--nodes', '4', '--peers', '2', '--unpinned', check=True)
     bench = bench_script()
     with RedisServer(tmp_path / 'redis') as server:
         started = time.time()
         with bench.LedgerPoller(os.path.join(LAB_ROOT, 'nodes')) as poller:
-            runs = dict((name, playbook(tmp_path / name / 'reports', '-e', 'netval_lease_dir=%s' % (tmp_path / name / 'leases'),
-                                        '-e', 'netval_lease_backend=%s' % server.url, limit=limit, background=True))
-                        for name, limit in (('a', 'node01,node02'), ('b', 'node03,node04')))
-            outputs = dict((name, proc.communicate(timeout=1800)[0]) for name, proc in runs.items())
+            runs = {}
+            for name, limit in (('a', 'node01,node02'), ('b', 'node03,node04')):
+                if runs:
+                    wait_for_leases(server.url, ['peer01', 'peer02'], {'node01', 'node02'}, runs['a'], tmp_path / 'a' / 'reports')
+                runs[name] = playbook(tmp_path / name / 'reports', '-e', 'netval_lease_dir=%s' % (tmp_path / name / 'leases'),
+                                      '-e', 'netval_lease_backend=%s' % server.url, limit=limit, background=True)
+            for proc in runs.values():
+                proc.wait(timeout=1800)
+            outputs = dict((name, output(tmp_path / name / 'reports')) for name in runs)
         window = (started, time.time())
     for name, proc in runs.items():
         assert proc.returncode == 0, outputs[name][-6000:]
