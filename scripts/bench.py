@@ -76,8 +76,9 @@ MATRIX_NODES = (1, 4, 16)
 MATRIX_PEERS = (1, 2, 4)
 PROJECT_NODES = (256, 1024)
 LEDGER_POLL_S = 2.0
-# The peer lease's tasks by name (tests/unit/test_bench_script.py checks them): the wait and take and the give-back in
-# playbooks/tasks/leased_tier_tests.yml (the last take before a give-back is the one it gives back).
+# The peer lease's tasks by name (tests/unit/test_bench_script.py checks them): the wait and take and the give-back of
+# playbooks/tasks/leased_tier_tests.yml (in lease_peer.yml and give_peer_back.yml; the last take before a give-back is the
+# one it gives back).
 TAKE_TASK = 'Wait for a free known-good peer and lease it'
 # validate.yml's look for a free peer (wait 0); when it finds none the node's local tests run and TAKE_TASK takes
 # one later, which pairs with the give-back instead (the later take wins), so a miss is never counted as a hold.
@@ -190,7 +191,7 @@ def play_spans(doc, hosts=None):
 
 
 def _lease_kind(record):
-    """'take' or 'give' for a peer_lease record of playbooks/tasks/leased_tier_tests.yml (by the name as written), None
+    """'take' or 'give' for a peer_lease record of a leased pass (playbooks/tasks/leased_tier_tests.yml, by the name as written), None
     for another (a suspicion, a renamed task)."""
     name = record.get('task_template') or record.get('task') or ''
     return {TAKE_TASK: 'take', TAKE_AT_ONCE_TASK: 'take', GIVE_TASK: 'give'}.get(name)

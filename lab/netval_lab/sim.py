@@ -10,7 +10,8 @@ and the reports do all their real work for as many hosts as wanted, and only the
 
 What a simulated run writes under NETVAL_SIM_DIR: hosts.json (roles and fabric addresses, from write_inventory),
 ledger.jsonl (one line per measuring call of a node's tests: the node, the host it was measured against, from when to
-when, for the peer overlap), files/<host>/... (what was put on or fetched from a host: the evidence bundles).
+when, for the peer overlap), files/<host>/... (what was put on or fetched from a host: the evidence bundles), plays.json
+(each play's role entries at the end, from the netval_sim callback).
 
 Recording (the netval_record connection, a wrapper of ssh): every module call's module, arguments, result and seconds,
 and every file fetched, one JSON line each in NETVAL_SIM_RECORD.  ``compile_recording`` turns those lines into the

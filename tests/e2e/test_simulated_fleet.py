@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import yaml
+
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import task_timeline
 from tests.unit import fixtures
@@ -17,6 +19,24 @@ LAST_LINE = re.compile(r'^ratio_to_ideal=\d+\.\d\d overhead_per_node_s=\d+\.\d\d
                        r'peer_overlap_s=(?P<overlap>\d+\.\d\d) ratio_to_bound=(?P<ratio>\d+\.\d\d) forks=(?P<forks>\d+)$')
 NODES, PEERS, FORKS = 5, 1, 3
 TESTS_PLAY = 'Measure each node against a known-good peer it has to itself'
+ROLE_LOADS = ('ansible.builtin.import_role', 'ansible.builtin.include_role')
+
+
+def role_loads(tasks, folder):
+    """Every role load a play's tasks can reach, as (action, file): import_tasks and include_tasks followed (relative to
+    the file that names them, as validate.yml's are)."""
+    found = []
+    for task in tasks or []:
+        for key in ('block', 'rescue', 'always'):
+            found += role_loads(task.get(key), folder)
+        found += [(action, folder) for action in ROLE_LOADS if action in task]
+        for action in ('ansible.builtin.import_tasks', 'ansible.builtin.include_tasks'):
+            if action in task:
+                path = os.path.join(folder, task[action])
+                with open(path, encoding='utf-8') as handle:
+                    found += [(kind if action.endswith('import_tasks') else action, where)
+                              for kind, where in role_loads(yaml.safe_load(handle), os.path.dirname(path))]
+    return found
 
 
 def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_reported_in_full(tmp_path):
@@ -49,6 +69,16 @@ def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_r
     # The catalogue's metrics and the graded entries of NCCL's log that are not catalogue metrics.
     wanted = set(metric for entry in catalogue.TESTS for metric in entry['metrics']) | {verdict.NCCL_TRANSPORT, verdict.NCCL_GDR}
     assert metrics <= wanted
+    # Each role of the tests play is loaded once for the play where a pass or a verdict may run (imported), never per
+    # node: include_role adds the role to the play each time a node runs it, and every task of every node walks the
+    # play's roles (the first 1,024-node cell, docs/BENCH.md).  An include_role there, or a role imported in a file the
+    # play includes (loaded again each time), fails the first check; any growth the second.
+    with open(os.path.join(ROOT, 'playbooks', 'validate.yml'), encoding='utf-8') as handle:
+        tests_play = [play for play in yaml.safe_load(handle) if play['name'] == TESTS_PLAY][0]
+    loads = role_loads(tests_play['tasks'], os.path.join(ROOT, 'playbooks'))
+    assert loads and set(action for action, where in loads) == {'ansible.builtin.import_role'}, loads
+    plays = json.loads((cell / 'sim' / 'plays.json').read_text())
+    assert [play['role_entries'] for play in plays if play['name'] == TESTS_PLAY] == [len(loads)], plays
     # validate.yml's tests play (host_pinned) never held more nodes than forks, and nodes did wait for the peer there.
     assert task_timeline.hosts_in_play_peak(timeline, TESTS_PLAY) == FORKS
     waits = [r for r in timeline['records'] if r['task'] == 'Wait for a free known-good peer and lease it' and r['status'] == 'changed']

@@ -184,7 +184,7 @@ def test_lease_pairs_skip_a_suspicion_and_skipped_records_and_follow_the_playboo
 
 def test_the_lease_task_names_are_the_playbooks():
     names = []
-    for name in ('leased_tier_tests.yml',):
+    for name in ('lease_peer.yml', 'give_peer_back.yml'):
         with open(os.path.join(fixtures.ROOT, 'playbooks', 'tasks', name), encoding='utf-8') as handle:
             tasks = yaml.safe_load(handle)
         names += [(task['name'], 'gpufleet.netval.peer_lease' in task) for task in tasks]

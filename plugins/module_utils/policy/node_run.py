@@ -130,10 +130,9 @@ def finish_pass(record, outputs):
     nccl_transport, peer_lost), as far as it got when it broke.  A peer that went away is kept with the node; after a
     local pass that saw the GPU diagnostic fail, the node gives up its place in the queue."""
     record = _copy(record)
-    open_passes = [p for p in record['passes'] if not p['done']]
-    if not open_passes:
+    current = open_pass(record)
+    if not current:
         raise NodeRunError('no pass is open to finish')
-    current = open_passes[-1]
     outputs = outputs or {}
     current.update(measurements=list(outputs.get('measurements') or []), expected=list(outputs.get('expected') or []),
                    findings=list(outputs.get('findings') or []), nccl_transport=outputs.get('nccl_transport'), done=True)
@@ -158,7 +157,7 @@ def read_kernel(record, kernel_result):
 def break_run(record, where, why, outputs=None):
     """Where and why the run broke.  What was measured before stays: a pass still open is finished with what the
     tier_tests role left (``outputs``, as finish_pass takes them), as far as it got."""
-    if [p for p in _copy(record)['passes'] if not p['done']]:
+    if open_pass(_copy(record)):
         record = finish_pass(record, outputs)
     record = _copy(record)
     record['broke'] = {'where': ' '.join(str(where or 'the run').split()), 'why': why}
@@ -258,6 +257,13 @@ def verdict_inputs(record):
             'lost_peers': list(record['lost_peers']), 'suspect_peer': record['suspect_peer'], 'broke': record['broke']}
 
 
+def open_pass(record):
+    """The pass that has begun and not yet ended ({kind, peer, retest_tests, ...}), {} when none is open: the tier tests of
+    validate.yml's tests play run for the pass that is open, and a condition on it holds while they run."""
+    open_passes = [p for p in record['passes'] if not p['done']]
+    return open_passes[-1] if open_passes else {}
+
+
 def peers_left(record):
     """The healthy peers the node has not taken yet, in order (a lost peer's replacement, a re-test's second peer)."""
     return [peer for peer in record['healthy_peers'] if peer not in record['tried_peers']]
@@ -273,7 +279,7 @@ TRANSITIONS = {
     'finish_pass': finish_pass, 'read_kernel': read_kernel, 'break_run': break_run, 'keep_first_verdict': keep_first_verdict,
     'suspect': suspect, 'outputs_kept': outputs_kept,
 }
-QUERIES = {'verdict_inputs': verdict_inputs, 'peers_left': peers_left, 'timeline': timeline}
+QUERIES = {'verdict_inputs': verdict_inputs, 'open_pass': open_pass, 'peers_left': peers_left, 'timeline': timeline}
 
 
 def apply(record, name, args=None):

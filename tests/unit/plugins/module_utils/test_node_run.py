@@ -276,3 +276,16 @@ def test_once_the_bundle_holds_the_outputs_the_record_drops_them_and_grades_the_
     assert [t for t in graded_before['tests'] if t.get('raw')]
     assert graded(kept) == dict(graded_before, tests=[dict((k, v) for k, v in t.items() if k != 'raw') for t in graded_before['tests']])
     assert record['passes'][0]['measurements'][0]['raw'] == 'the output of mlx5_0'
+
+
+def test_the_open_pass_is_the_one_begun_and_not_ended():
+    record = run(PEERS_OK, PREFLIGHT_OK)
+    assert node_run.apply(record, 'open_pass') == {}
+    record = node_run.start_pass(record, 'local')
+    assert node_run.apply(record, 'open_pass')['kind'] == 'local'
+    record = node_run.finish_pass(record, {})
+    assert node_run.apply(record, 'open_pass') == {}
+    record = node_run.start_pass(record, 'peer', 'peer02', LEASE, ['ib_send_bw'])
+    opened = node_run.apply(record, 'open_pass')
+    assert (opened['kind'], opened['peer'], opened['retest_tests']) == ('peer', 'peer02', ['ib_send_bw'])
+    assert node_run.apply(node_run.break_run(record, 'tests: x', {}), 'open_pass') == {}
