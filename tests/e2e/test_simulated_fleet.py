@@ -23,8 +23,9 @@ ROLE_LOADS = ('ansible.builtin.import_role', 'ansible.builtin.include_role')
 
 
 def role_loads(tasks, folder):
-    """Every role load a play's tasks can reach, as (action, file): import_tasks and include_tasks followed (relative to
-    the file that names them, as validate.yml's are)."""
+    """Every role load a play's tasks can reach, as (action, folder of the file that names it): import_tasks and
+    include_tasks followed (relative to the file that names them, as validate.yml's are); a role loaded in a file an
+    include_tasks reaches is reported as ansible.builtin.include_tasks (it is loaded again at each include)."""
     found = []
     for task in tasks or []:
         for key in ('block', 'rescue', 'always'):
