@@ -25,6 +25,24 @@ from ansible_collections.gpufleet.netval.plugins.module_utils.policy import gpud
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import rails
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy.verdict import HEALTHY, INFO, MARGINAL, REJECT, UNKNOWN, line_may_reject
 
+# What validate.yml's tests play reads of a node's preflight facts once its preflight is done: the pass's plan (the
+# GPU-NIC pairs; GPUDirect's mode from gdr_support and the kernel modules; the GPUs' bus ids), the NCCL launcher's rails
+# (live_ports) and the verdict's SKU and NIC addresses (gpus, devices).  The whole reads wait for the evidence, packed.
+KEPT_FOR_TESTS = (('rdma', ('devices', 'live_ports')), ('gpu', ('gpus', 'gpu_nic_pairs', 'gdr_support')), ('host', ('modules',)))
+
+
+def facts_for_tests(facts):
+    """The part of a node's preflight facts the tests play reads (KEPT_FOR_TESTS): those keys of those sections, as they
+    were; a section that is not a dict (a read that gave nothing) stays as it was, one that is absent stays absent."""
+    kept = {}
+    for section, keys in KEPT_FOR_TESTS:
+        if not isinstance(facts, dict) or section not in facts:
+            continue
+        read = facts[section]
+        kept[section] = dict((key, read[key]) for key in keys if key in read) if isinstance(read, dict) else read
+    return kept
+
+
 # A provider's burn-in leaves application Xids behind (information); row-remapping events are graded by the remapping state.
 # Modules without which RDMA tests cannot run at all.
 RDMA_CORE_MODULES = ('mlx5_core', 'mlx5_ib', 'ib_uverbs', 'ib_core')

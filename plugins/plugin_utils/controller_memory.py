@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet.netval contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a node's facts cost the controller's main process, kept small.
+
+Every task of every host runs in a worker forked from ansible-playbook's main process, and a fork costs in proportion to
+the main process's memory: the kernel copies its page tables, and the pages either side writes are copied again. Each
+fact a node keeps (set_fact, register) comes back from a worker as objects of their own, one copy per node. On a
+simulated fleet (docs/BENCH.md) 600 MiB more in the main process made the tests play about 30 % slower.
+
+* ``plain_data``: a value as plain JSON data. Data that came from YAML (a role's vars, the tier profiles) carries
+  Ansible's origin tags, an object beside each value, and a fact made from it keeps them in every node's copy: the
+  resolved tier profile took 190 KiB a node with its tags and 52 KiB without.
+* ``pack_json`` and ``unpack_json``: a document kept whole until a later step needs it (a node's preflight reads until
+  its evidence bundle) as one text, compact JSON compressed with zlib and written in base64: 13 KB instead of about
+  380 KiB of objects for the lab's 8-GPU node.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import base64
+import binascii
+import json
+import zlib
+
+
+class PackedJsonError(ValueError):
+    """A text that pack_json did not make."""
+
+
+def plain_data(value):
+    """The value rebuilt from the built-in types (dict, list, str, int, float, bool, None): the same keys and values,
+    none of them a subclass (so none carries a tag). A tuple becomes a list and a set a sorted list, as JSON keeps them;
+    bytes are decoded as UTF-8 (undecodable bytes replaced); any other object becomes its text."""
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, dict):
+        return dict((plain_data(key) if isinstance(key, str) else key, plain_data(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain_data(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((plain_data(item) for item in value), key=repr)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode('utf-8', 'replace')
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
+
+
+def pack_json(value):
+    """The value as compact JSON (keys sorted), compressed with zlib, as base64 text; unpack_json gives it back as
+    plain_data would. An object JSON cannot hold is written as its text."""
+    text = json.dumps(value, separators=(',', ':'), sort_keys=True, default=str)
+    return base64.b64encode(zlib.compress(text.encode('utf-8'), 6)).decode('ascii')
+
+
+def unpack_json(packed):
+    """The value pack_json packed. Raises PackedJsonError, saying what it expected, for anything else."""
+    if not isinstance(packed, str):
+        raise PackedJsonError('expected the text pack_json made (base64 of zlib-compressed JSON), got %s' % type(packed).__name__)
+    try:
+        return json.loads(zlib.decompress(base64.b64decode(packed.encode('ascii'), validate=True)).decode('utf-8'))
+    except (UnicodeError, binascii.Error, zlib.error, ValueError) as exc:
+        raise PackedJsonError('expected the text pack_json made (base64 of zlib-compressed JSON), got %d characters that are '
+                              'not: %s' % (len(packed), exc))
