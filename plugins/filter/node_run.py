@@ -54,25 +54,16 @@ _value:
   type: raw
 '''
 
-from collections.abc import Mapping
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import node_run
-
-
-def _plain(value):
-    """Ansible's mappings and sequences (hostvars, tagged values) as plain dicts and lists, for the record's deep copies."""
-    if isinstance(value, Mapping):
-        return dict((str(key), _plain(item)) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.controller_memory import plain_data
 
 
 def node_run_filter(record, transition, args=None):
+    # Plain data: the record's deep copies need dicts and lists, and every node keeps its record in the main process.
     try:
-        return node_run.apply(_plain(record) if record is not None else None, transition, _plain(args or {}))
+        return node_run.apply(plain_data(record), transition, plain_data(args or {}))
     except (node_run.NodeRunError, TypeError) as exc:
         raise AnsibleFilterError('node_run %s: %s' % (transition, exc))
 

@@ -34,12 +34,13 @@ KEPT_FOR_TESTS = (('rdma', ('devices', 'live_ports')), ('gpu', ('gpus', 'gpu_nic
 def facts_for_tests(facts):
     """The part of a node's preflight facts the tests play reads (KEPT_FOR_TESTS): those keys of those sections, as they
     were; a section that is not a dict (a read that gave nothing) stays as it was, one that is absent stays absent."""
+    if not isinstance(facts, dict):
+        return {}
     kept = {}
     for section, keys in KEPT_FOR_TESTS:
-        if not isinstance(facts, dict) or section not in facts:
-            continue
-        read = facts[section]
-        kept[section] = dict((key, read[key]) for key in keys if key in read) if isinstance(read, dict) else read
+        if section in facts:
+            read = facts[section]
+            kept[section] = dict((key, read[key]) for key in keys if key in read) if isinstance(read, dict) else read
     return kept
 
 

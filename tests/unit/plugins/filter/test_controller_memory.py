@@ -6,6 +6,7 @@ import json
 import os
 import pickle
 import re
+import types
 import zlib
 
 import pytest
@@ -118,3 +119,6 @@ def test_plain_data_drops_the_origin_tags_of_yaml_and_keeps_every_value():
 def test_plain_data_keeps_json_types_as_json_keeps_them():
     assert PLAIN({'a': (1, 2.5, True, None), 3: {'x'}, 'b': b'\xff'}) == {'a': [1, 2.5, True, None], 3: ['x'], 'b': '\ufffd'}
     assert PLAIN(True) is True and PLAIN(0) == 0 and exactly(PLAIN(False), bool)
+    # Any mapping becomes a dict (hostvars and Ansible's lazy containers are mappings); another object stays as it is.
+    marker = object()
+    assert exactly(PLAIN(types.MappingProxyType({'a': 1})), dict) and PLAIN([marker])[0] is marker
