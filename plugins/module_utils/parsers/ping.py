@@ -45,6 +45,8 @@ _MTU_RES = (
 _UNREACHABLE_RE = re.compile(r'Destination (?:Host|Net|Network|Port|Protocol) Unreachable|Destination unreachable|'
                              r'Network is unreachable|No route to host|Host is unreachable', re.I)
 _REPLY_RE = re.compile(r'^\d+ bytes from ', re.M)
+# A reply's own round trip; a duplicate (DUP!) answers a packet already counted.
+_REPLY_TIME_RE = re.compile(r'^\d+ bytes from .*\btime=(?P<ms>\d+(?:\.\d+)?) ms(?! \(DUP!\))', re.M)
 _PROBLEM_RE = re.compile(r'^(?:From \S+ icmp_seq=\d+ .+|ping: .+)$', re.M)
 _CONNECT_ERROR_RE = re.compile(r'^ping: (?P<msg>(?:connect|sendmsg|bind|socket|setsockopt|unknown host|\S+: (?:Name or service not known|'
                                r'Temporary failure in name resolution|No address associated with hostname)).*)$', re.M)
@@ -60,8 +62,9 @@ def parse_ping(text):
 
     Keys: destination, destination_ip, size, transmitted, received, errors,
     duplicates, loss_percent, time_ms, rtt_min_ms, rtt_avg_ms, rtt_max_ms,
-    rtt_mdev_ms, frag_needed, path_mtu, dest_unreachable, error, messages.
-    Counts missing from the output are None (unknown).  ``dest_unreachable`` is
+    rtt_mdev_ms, rtt_median_ms, frag_needed, path_mtu, dest_unreachable, error, messages.
+    ``rtt_median_ms`` is the median of the replies' own times (None under
+    ``ping -q``).  Counts missing from the output are None (unknown).  ``dest_unreachable`` is
     true for an explicit unreachable message, or for 100% loss that is not
     explained by fragmentation.
     """
@@ -89,6 +92,7 @@ def _parse(text):
         'destination': None, 'destination_ip': None, 'size': None, 'packet_size': None,
         'transmitted': None, 'received': None, 'errors': None, 'duplicates': None, 'loss_percent': None,
         'time_ms': None, 'rtt_min_ms': None, 'rtt_avg_ms': None, 'rtt_max_ms': None, 'rtt_mdev_ms': None,
+        'rtt_median_ms': _median([float(m.group('ms')) for m in _REPLY_TIME_RE.finditer(text)]),
         'replies': len(_REPLY_RE.findall(text)), 'frag_needed': bool(mtus), 'path_mtu': min(mtus) if mtus else None,
         'dest_unreachable': None, 'error': None, 'messages': [],
     }
@@ -134,6 +138,16 @@ def _parse(text):
     elif result['replies']:
         result['dest_unreachable'] = False
     return result
+
+
+def _median(values):
+    """The median of the replies' round trips (what perftest calls t_typical), None without per-reply lines (ping -q)."""
+    if not values:
+        return None
+    ordered, middle = sorted(values), len(values) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return round((ordered[middle - 1] + ordered[middle]) / 2, 6)
 
 
 def summarize_jumbo(stats, size, mtu=None):

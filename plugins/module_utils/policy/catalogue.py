@@ -90,7 +90,7 @@ TESTS = (
 
 METRICS = {
     'jumbo_ping_loss_pct': _metric('%', 'jumbo-frame ping loss', 'ping_loss', 'ping'),
-    'jumbo_ping_rtt_ms': _metric('ms', 'jumbo-frame ping round trip', 'ping_rtt', 'ping'),
+    'jumbo_ping_rtt_ms': _metric('ms', 'jumbo-frame ping round trip (median of the replies)', 'ping_rtt', 'ping'),
     'iperf3_gbps': _metric('Gb/s', 'iperf3 multi-stream TCP', 'iperf3', 'tcp'),
     'ib_send_bw_gbs': _metric('GB/s', 'ib_send_bw per HCA', 'perftest_bw', 'rdma_bw', field='bw_avg_gbytes_s'),
     'ib_write_bw_gbps': _metric('Gb/s', 'ib_write_bw per rail', 'perftest_bw', 'rdma_bw', field='bw_avg_gbps'),

@@ -170,7 +170,10 @@ def iperf3(result, subject, metric, peer, cpu_bound_percent=None):
 def ping(result, subject, metric, peer, which):
     entry = _base('ping', subject, metric, peer, result)
     text = result.get('stdout') or ''
-    entry['verbatim'] = [line.rstrip() for line in text.splitlines() if 'packets transmitted' in line or 'rtt' in line or 'mtu' in line][-3:]
+    lines = [line.rstrip() for line in text.splitlines()]
+    entry['verbatim'] = [line for line in lines if 'packets transmitted' in line or 'rtt' in line or 'mtu' in line][-3:]
+    if which == 'rtt':  # the replies the median is taken from, bounded as the count may be large
+        entry['verbatim'] = [line for line in lines if ' bytes from ' in line][:16] + entry['verbatim']
     if which == 'loss':
         entry['value'], entry['unit'] = result.get('loss_percent'), '%'
         if entry['value'] is not None:
@@ -178,8 +181,14 @@ def ping(result, subject, metric, peer, which):
             if result.get('frag_needed'):
                 entry['as_printed'] += ', fragmentation needed'
     else:
-        entry['value'], entry['unit'] = result.get('rtt_avg_ms'), 'ms'
-        if entry['value'] is not None:
+        # The path's round trip is the replies' median, as perftest's latency is t_typical: one reply delayed by the
+        # host (its first neighbour lookup, a busy core) is not the fabric.  A result without it (ping -q) has the mean.
+        median = result.get('rtt_median_ms')
+        entry['value'], entry['unit'] = (median if median is not None else result.get('rtt_avg_ms')), 'ms'
+        if median is not None:
+            entry['as_printed'] = 'rtt median %s ms (min %s, avg %s, max %s)' % (
+                median, result.get('rtt_min_ms'), result.get('rtt_avg_ms'), result.get('rtt_max_ms'))
+        elif entry['value'] is not None:
             entry['as_printed'] = 'rtt avg %s ms (min %s, max %s)' % (entry['value'], result.get('rtt_min_ms'), result.get('rtt_max_ms'))
     if entry['value'] is None:
         entry['error'] = result.get('reason') or _error_of(result) or 'no ping statistics'
