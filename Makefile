@@ -43,7 +43,7 @@ help:
 	@echo "make test    - run the whole test suite (units, sanity, lint, docs on every ansible-core of the matrix; the lab)"
 	@echo "make lab-up [PROFILE=healthy-400g NODES=2 PEERS=1 SITE=real|ideal] | lab-status | lab-down"
 	@echo "make lab-fault FAULT=<name>|clear [NODE=<host>] [SIDE=node|peer (mtu-mismatch)]"
-	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [DCGMI_SECONDS=20] [LOCAL_WHILE_WAITING=0] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
+	@echo "make bench NODES=16 PEERS=4 [PROMOTE=1] [DCGMI_SECONDS=20] [LOCAL_WHILE_WAITING=0] [PROFILE_DURATIONS=1] [BENCH_JSON=out.json] - time validate.yml on the lab (docs/BENCH.md)"
 	@echo "make bench SIMULATE=1 NODES=1024 PEERS=2 FORKS=64 [PROMOTE=1] [SCALE=0.01] - the same on simulated hosts, no lab"
 	@echo "make bench-matrix [PROMOTE=1] [BENCH_JSON=out.json] - N 1,4,16 x P 1,2,4, the serial loop, the projection"
 
@@ -147,7 +147,8 @@ lab-fault: deps
 bench: deps
 	$(PY) scripts/bench.py --nodes $(NODES) --peers $(PEERS) $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON)) \
 		$(if $(DCGMI_SECONDS),--dcgmi-seconds $(DCGMI_SECONDS)) $(if $(filter 0,$(LOCAL_WHILE_WAITING)),--no-local-while-waiting) \
-		$(if $(SIMULATE),--simulate) $(if $(FORKS),--forks $(FORKS)) $(if $(SCALE),--scale $(SCALE))
+		$(if $(SIMULATE),--simulate) $(if $(FORKS),--forks $(FORKS)) $(if $(SCALE),--scale $(SCALE)) \
+		$(if $(filter 1,$(PROFILE_DURATIONS)),--profile-durations)
 
 bench-matrix: deps
 	$(PY) scripts/bench.py --matrix --project $(if $(PROMOTE),--promote) $(if $(BENCH_JSON),--json-out $(BENCH_JSON))

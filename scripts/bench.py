@@ -750,13 +750,17 @@ def lab_up_argv(python, nodes, peers, dcgmi_seconds=None, mesh=False):
     return argv
 
 
-def playbook_argv(ansible_playbook, limit, report_root, evidence_dir, promote, local_while_waiting=True, inventory='inventories/lab'):
+def playbook_argv(ansible_playbook, limit, report_root, evidence_dir, promote, local_while_waiting=True, inventory='inventories/lab',
+                  profile_durations=False):
+    """``profile_durations``: the tests run for the tier profile's own durations, not the lab's shortened ones."""
     argv = [ansible_playbook, '-i', inventory, 'playbooks/validate.yml', '-l', limit,
             '-e', 'report_root=%s' % report_root, '-e', 'evidence_controller_dir=%s' % evidence_dir]
     if promote:
         argv += ['-e', 'netval_promote_accepted=true']
     if not local_while_waiting:
         argv += ['-e', 'netval_local_tests_while_waiting=false']
+    if profile_durations:
+        argv += ['-e', 'tier_tests_duration_override=0']
     return argv
 
 
@@ -822,7 +826,7 @@ def analyse_sim(doc, sim_folder, promote=False):
 
 def run_cell(args, nodes, peers, work):
     """Bring the lab up as N x P unpinned, run validate.yml on every new node under the callback; the cell's results."""
-    folder = os.path.join(work, 'n%d-p%d' % (nodes, peers))
+    folder = os.path.join(work, 'n%d-p%d%s' % (nodes, peers, '-profile-durations' if args.profile_durations else ''))
     os.makedirs(folder, exist_ok=True)
     say('== N=%d P=%d: lab up (log %s)' % (nodes, peers, os.path.join(folder, 'lab-up.log')))
     rc, _seconds = run_logged(lab_up_argv(args.python, nodes, peers, args.dcgmi_seconds, args.promote), os.path.join(folder, 'lab-up.log'))
@@ -831,7 +835,7 @@ def run_cell(args, nodes, peers, work):
     shutil.copyfile(os.path.join(args.lab_root, 'lab.json'), os.path.join(folder, 'lab.json'))
     timeline = os.path.join(folder, 'timeline.json')
     argv = playbook_argv(args.ansible_playbook, 'new_nodes', os.path.join(folder, 'reports'), os.path.join(folder, 'evidence'), args.promote,
-                         not args.no_local_while_waiting)
+                         not args.no_local_while_waiting, profile_durations=args.profile_durations)
     log = os.path.join(folder, 'playbook.log')
     say('== N=%d P=%d: %s (log %s)' % (nodes, peers, ' '.join(argv), log))
     with LedgerPoller(os.path.join(args.lab_root, 'nodes'), args.poll_s) as poller:
@@ -999,7 +1003,7 @@ def run_serial_loop(args, nodes, work, peers):
     for index in range(1, nodes + 1):
         host = 'node%02d' % index
         argv = playbook_argv(args.ansible_playbook, host, os.path.join(folder, host, 'reports'), os.path.join(folder, host, 'evidence'),
-                             args.promote, not args.no_local_while_waiting)
+                             args.promote, not args.no_local_while_waiting, profile_durations=args.profile_durations)
         rc, _seconds = run_logged(argv, log, playbook_env(None))
         if rc != 0:
             failed.append('%s rc %d' % (host, rc))
@@ -1019,6 +1023,9 @@ def main(argv=None):
     parser.add_argument('--promote', action='store_true', help='pass -e netval_promote_accepted=true to the playbook')
     parser.add_argument('--dcgmi-seconds', type=float, default=None,
                         help="lab up --dcgmi-seconds: every host's emulated dcgmi diag takes this long (default: the profile's)")
+    parser.add_argument('--profile-durations', action='store_true',
+                        help="the lab's tests run for the tier profile's own durations (-e tier_tests_duration_override=0), not the lab's "
+                        "shortened ones: the orchestration's fixed costs weighed against tests as long as on a real site")
     parser.add_argument('--no-local-while-waiting', action='store_true',
                         help='pass -e netval_local_tests_while_waiting=false: the peer-independent tests run under the lease, as before')
     parser.add_argument('--project', action='store_true', help='project the wall time to 256 and 1,024 nodes')
@@ -1043,6 +1050,8 @@ def main(argv=None):
     args.ansible_playbook = args.ansible_playbook or default_ansible_playbook()
     if args.simulate and args.forks is None:
         args.forks = configured_forks()
+    if args.simulate and args.profile_durations:
+        parser.error("--profile-durations is the lab's: a simulated run's plans keep the profile's durations, which --scale shortens")
     try:
         if args.analyse:
             results = {'mode': 'analyse', 'cells': [{'figures': analyse_dir(args.analyse), 'folder': args.analyse}]}

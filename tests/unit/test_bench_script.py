@@ -442,6 +442,7 @@ def test_command_lines_and_environment():
         'ap', '-i', 'inventories/lab', 'playbooks/validate.yml', '-l', 'new_nodes', '-e', 'report_root=/t/r',
         '-e', 'evidence_controller_dir=/t/e']
     assert bench.playbook_argv('ap', 'node03', '/t/r', '/t/e', True)[-2:] == ['-e', 'netval_promote_accepted=true']
+    assert bench.playbook_argv('ap', 'node03', '/t/r', '/t/e', False, profile_durations=True)[-2:] == ['-e', 'tier_tests_duration_override=0']
     env = bench.playbook_env('/t/timeline.json', base={'PATH': '/bin', 'NETVAL_TASK_TIMELINE': 'old'})
     assert env == {'PATH': '/bin', 'ANSIBLE_COLLECTIONS_PATH': os.path.join(fixtures.ROOT, '.cache', 'collections'),
                    'ANSIBLE_CONFIG': os.path.join(fixtures.ROOT, 'ansible.cfg'),
