@@ -36,6 +36,12 @@ def test_median_of_an_even_count_and_without_reply_lines():
     assert result['rtt_median_ms'] is None and result['rtt_avg_ms'] == 0.063
 
 
+def test_a_reply_time_of_hundreds_of_digits_is_a_parse_error_not_infinity():
+    text = local('jumbo_8972_mtu9000_ok_netns_veth').replace('time=0.073 ms', 'time=%s ms' % ('9' * 400))  # synthetic
+    with pytest.raises(ParseError, match='more than 64 digits'):
+        ping.parse_ping(text)
+
+
 def test_local_error_message_too_long():
     result = ping.parse_ping(local('jumbo_8972_local_error_mtu1500_netns_veth'))
     assert result['frag_needed'] is True and result['path_mtu'] == 1500
