@@ -133,12 +133,14 @@ rtt_avg_ms:
   description: Average round-trip time in ms (also rtt_min_ms, rtt_max_ms, rtt_mdev_ms).
   returned: always
   type: float
-rtt_median_ms:
+rtt_replies_ms:
   description:
-    - Median of the replies' own round-trip times in ms, the figure the verdict grades (null when ping printed no reply).
-    - One reply delayed by a host (its first neighbour lookup, a busy core) moves the average, not the median.
+    - Each reply's own round-trip time in ms, in order, duplicates left out (empty when ping printed no reply line).
+    - The verdict grades their median, which one reply delayed by a host (its first neighbour lookup, a busy core) does
+      not move as it moves the average.
   returned: always
-  type: float
+  type: list
+  elements: float
 frag_needed:
   description: True when ping reported that the packet needs fragmenting (local error or ICMP Frag needed / Packet too big).
   returned: always
@@ -290,7 +292,7 @@ def main():
         size=size, mtu=mtu, mtu_source=mtu_source, dest=params['dest'], interface=params['interface'],
         transmitted=stats['transmitted'], received=stats['received'], loss_percent=stats['loss_percent'], errors=stats['errors'],
         rtt_min_ms=stats['rtt_min_ms'], rtt_avg_ms=stats['rtt_avg_ms'], rtt_max_ms=stats['rtt_max_ms'], rtt_mdev_ms=stats['rtt_mdev_ms'],
-        rtt_median_ms=stats['rtt_median_ms'],
+        rtt_replies_ms=stats['rtt_replies_ms'],
         frag_needed=stats['frag_needed'], path_mtu=stats['path_mtu'], dest_unreachable=stats['dest_unreachable'], stats=stats,
         stdout=result.stdout, stderr=result.stderr,
     )

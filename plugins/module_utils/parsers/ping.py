@@ -62,9 +62,9 @@ def parse_ping(text):
 
     Keys: destination, destination_ip, size, transmitted, received, errors,
     duplicates, loss_percent, time_ms, rtt_min_ms, rtt_avg_ms, rtt_max_ms,
-    rtt_mdev_ms, rtt_median_ms, frag_needed, path_mtu, dest_unreachable, error, messages.
-    ``rtt_median_ms`` is the median of the replies' own times (None under
-    ``ping -q``).  Counts missing from the output are None (unknown).  ``dest_unreachable`` is
+    rtt_mdev_ms, rtt_replies_ms, frag_needed, path_mtu, dest_unreachable, error, messages.
+    ``rtt_replies_ms`` are the replies' own round trips in order, duplicates left
+    out ([] under ``ping -q``).  Counts missing from the output are None (unknown).  ``dest_unreachable`` is
     true for an explicit unreachable message, or for 100% loss that is not
     explained by fragmentation.
     """
@@ -92,7 +92,7 @@ def _parse(text):
         'destination': None, 'destination_ip': None, 'size': None, 'packet_size': None,
         'transmitted': None, 'received': None, 'errors': None, 'duplicates': None, 'loss_percent': None,
         'time_ms': None, 'rtt_min_ms': None, 'rtt_avg_ms': None, 'rtt_max_ms': None, 'rtt_mdev_ms': None,
-        'rtt_median_ms': _median([float(m.group('ms')) for m in _REPLY_TIME_RE.finditer(text)]),
+        'rtt_replies_ms': [float(m.group('ms')) for m in _REPLY_TIME_RE.finditer(text)],
         'replies': len(_REPLY_RE.findall(text)), 'frag_needed': bool(mtus), 'path_mtu': min(mtus) if mtus else None,
         'dest_unreachable': None, 'error': None, 'messages': [],
     }
@@ -138,16 +138,6 @@ def _parse(text):
     elif result['replies']:
         result['dest_unreachable'] = False
     return result
-
-
-def _median(values):
-    """The median of the replies' round trips (what perftest calls t_typical), None without per-reply lines (ping -q)."""
-    if not values:
-        return None
-    ordered, middle = sorted(values), len(values) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return round((ordered[middle - 1] + ordered[middle]) / 2, 6)
 
 
 def summarize_jumbo(stats, size, mtu=None):

@@ -18,7 +18,7 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, fleet
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import dcgmi as dcgmi_parser
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import counter_deltas
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.kernel_log import APPLICATION_XIDS, FATAL_XIDS, time_epoch
@@ -183,7 +183,8 @@ def ping(result, subject, metric, peer, which):
     else:
         # The path's round trip is the replies' median, as perftest's latency is t_typical: one reply delayed by the
         # host (its first neighbour lookup, a busy core) is not the fabric.  A result without it (ping -q) has the mean.
-        median = result.get('rtt_median_ms')
+        replies = result.get('rtt_replies_ms') or []
+        median = round(fleet.median(replies), 6) if replies else None
         entry['value'], entry['unit'] = (median if median is not None else result.get('rtt_avg_ms')), 'ms'
         if median is not None:
             entry['as_printed'] = 'rtt median %s ms (min %s, avg %s, max %s)' % (

@@ -60,11 +60,13 @@ def test_iperf3_and_ping_and_nccl_and_dcgmi():
     assert loss['value'] == 100.0 and 'fragmentation needed' in loss['as_printed']
     assert rtt['value'] is None and 'path MTU 1500' in rtt['error']
     held = {'loss_percent': 0.0, 'received': 5, 'transmitted': 5, 'rtt_min_ms': 0.25, 'rtt_avg_ms': 11.925, 'rtt_max_ms': 57.789,
-            'rtt_median_ms': 0.528, 'stdout': fixtures.local('ping/iputils_ping_jumbo_8972_one_reply_delayed_tbf_netns_veth.txt')}
+            'rtt_replies_ms': [57.8, 0.364, 0.25, 0.528, 0.696], 'stdout': fixtures.local('ping/iputils_ping_jumbo_8972_one_reply_delayed_tbf_netns_veth.txt')}
     rtt = measurements.run_measurements(held, run_of('jumbo_ping', 'jumbo_ping_loss_pct', subject='10.0.0.2'))[1]
     assert rtt['value'] == 0.528 and rtt['as_printed'] == 'rtt median 0.528 ms (min 0.25, avg 11.925, max 57.789)'
     assert len(rtt['verbatim']) == 7 and 'time=57.8 ms' in rtt['verbatim'][0] and rtt['verbatim'][-1].startswith('rtt min/avg')
-    rtt = measurements.run_measurements(dict(held, rtt_median_ms=None), run_of('jumbo_ping', 'jumbo_ping_loss_pct', subject='10.0.0.2'))[1]
+    rtt = measurements.run_measurements(dict(held, rtt_replies_ms=[0.1, 1023.0, 0.3, 0.2]), run_of('jumbo_ping', 'jumbo_ping_loss_pct', subject='10.0.0.2'))[1]
+    assert rtt['value'] == 0.25  # an even count: the mean of the middle two
+    rtt = measurements.run_measurements(dict(held, rtt_replies_ms=[]), run_of('jumbo_ping', 'jumbo_ping_loss_pct', subject='10.0.0.2'))[1]
     assert rtt['value'] == 11.925 and rtt['as_printed'].startswith('rtt avg 11.925 ms')  # a result without replies (ping -q)
     nccl = {'transport': 'Socket', 'stdout': '#  size count\n 1073741824  268435456 float sum -1 1.0 2.0 2.1 0 1.0 2.0 2.0 0\n',
             'rows': [{'size_bytes': 1073741824, 'oop_busbw_gbs': 2.1, 'ip_busbw_gbs': 2.0, 'oop_time_us': 9.0, 'ip_time_us': 9.5, 'wrong': 0}]}

@@ -2,6 +2,7 @@
 import pytest
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers import ping
+from ansible_collections.gpufleet.netval.plugins.module_utils.policy import fleet
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
 from tests.unit import fixtures
 
@@ -16,7 +17,8 @@ def test_jumbo_success_mtu9000():
     assert result['size'] == 8972 and result['packet_size'] == 9000
     assert (result['transmitted'], result['received'], result['errors'], result['loss_percent']) == (5, 5, 0, 0.0)
     assert (result['rtt_min_ms'], result['rtt_avg_ms'], result['rtt_max_ms'], result['rtt_mdev_ms']) == (0.046, 0.063, 0.073, 0.009)
-    assert result['replies'] == 5 and result['time_ms'] == 4093 and result['rtt_median_ms'] == 0.067
+    assert result['replies'] == 5 and result['time_ms'] == 4093
+    assert result['rtt_replies_ms'] == [0.046, 0.067, 0.073, 0.063, 0.068]
     assert result['frag_needed'] is False and result['path_mtu'] is None and result['dest_unreachable'] is False
     verdict = ping.summarize_jumbo(result, 8972, 9000)
     assert verdict['passed'] is True and 'avg rtt 0.063 ms' in verdict['reason']
@@ -25,15 +27,17 @@ def test_jumbo_success_mtu9000():
 def test_one_reply_held_back_moves_the_mean_not_the_median():
     result = ping.parse_ping(local('jumbo_8972_one_reply_delayed_tbf_netns_veth'))
     assert (result['rtt_min_ms'], result['rtt_avg_ms'], result['rtt_max_ms']) == (0.25, 11.925, 57.789)
-    assert result['rtt_median_ms'] == 0.528 and result['replies'] == 5
+    assert result['rtt_replies_ms'] == [57.8, 0.364, 0.25, 0.528, 0.696] and result['replies'] == 5
+    assert fleet.median(result['rtt_replies_ms']) == 0.528
 
 
 def test_median_of_an_even_count_and_without_reply_lines():
     replies = ''.join('9008 bytes from 10.0.0.2: icmp_seq=%d ttl=64 time=%s ms\n' % (n, t) for n, t in enumerate(('0.1', '1023', '0.3', '0.2'), 1))
-    assert ping.parse_ping('PING 10.0.0.2 (10.0.0.2) 8972(9000) bytes of data.\n' + replies)['rtt_median_ms'] == 0.25  # synthetic
+    result = ping.parse_ping('PING 10.0.0.2 (10.0.0.2) 8972(9000) bytes of data.\n' + replies)  # synthetic
+    assert result['rtt_replies_ms'] == [0.1, 1023.0, 0.3, 0.2] and fleet.median(result['rtt_replies_ms']) == 0.25
     quiet = local('jumbo_8972_mtu9000_ok_netns_veth').split('\n\n', maxsplit=1)
     result = ping.parse_ping(quiet[0].split('\n')[0] + '\n\n' + quiet[1])  # as ping -q prints it: no reply lines
-    assert result['rtt_median_ms'] is None and result['rtt_avg_ms'] == 0.063
+    assert result['rtt_replies_ms'] == [] and result['rtt_avg_ms'] == 0.063
 
 
 def test_a_reply_time_of_hundreds_of_digits_is_a_parse_error_not_infinity():
@@ -96,7 +100,7 @@ def test_partial_loss_and_duplicates():
             'rtt min/avg/max/mdev = 0.100/0.100/0.100/0.000 ms\n')
     result = ping.parse_ping(text.replace('time=0.1 ms\n\n', 'time=0.1 ms\n8980 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=9.5 ms (DUP!)\n\n'))
     assert result['loss_percent'] == 66.6667 and result['duplicates'] == 1 and result['dest_unreachable'] is False
-    assert result['rtt_median_ms'] == 0.1  # a duplicate answers a packet already counted
+    assert result['rtt_replies_ms'] == [0.1]  # a duplicate answers a packet already counted
     assert ping.summarize_jumbo(result, 8972)['reason'] == '2 of 3 jumbo pings to 10.0.0.2 lost (66.6667% loss, size 8972, MTU 9000)'
 
 

@@ -27,7 +27,8 @@ def test_size_from_interface_mtu_and_pass(tmp_path):
     result, failed = run_module(jumbo_ping.main, args, calls=calls)
     assert not failed, result
     assert result['passed'] is True and result['size'] == 8972 and result['mtu'] == 9000 and result['mtu_source'] == 'interface'
-    assert result['received'] == 5 and result['rtt_avg_ms'] == 0.063 and result['rtt_median_ms'] == 0.067 and result['changed'] is False
+    assert result['received'] == 5 and result['rtt_avg_ms'] == 0.063 and result['changed'] is False
+    assert result['rtt_replies_ms'] == [0.046, 0.067, 0.073, 0.063, 0.068]
     assert (result['error_class'], result['error_hint'], result['error_side']) == (None, None, None)
 
 
