@@ -80,6 +80,12 @@ def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_r
     assert loads and set(action for action, where in loads) == {'ansible.builtin.import_role'}, loads
     plays = json.loads((cell / 'sim' / 'plays.json').read_text())
     assert [play['role_entries'] for play in plays if play['name'] == TESTS_PLAY] == [len(loads)], plays
+    # The report role runs once for the play, its argument checks too (per node they templated the run's prediction, which
+    # grows with the nodes), and its result reaches every node: each takes its final bucket from it.
+    report_play = [r for r in timeline['records'] if r['play'] == 'Report the run']
+    assert len([r for r in report_play if r['action'] == 'ansible.builtin.validate_argument_spec']) == 1, report_play
+    final = [r['host'] for r in report_play if r['task'] == "Take the node's final bucket and causes from the report" and r['status'] == 'ok']
+    assert sorted(final) == ['node%02d' % i for i in range(1, NODES + 1)], report_play
     # validate.yml's tests play (host_pinned) never held more nodes than forks, and nodes did wait for the peer there.
     assert task_timeline.hosts_in_play_peak(timeline, TESTS_PLAY) == FORKS
     waits = [r for r in timeline['records'] if r['task'] == 'Wait for a free known-good peer and lease it' and r['status'] == 'changed']
