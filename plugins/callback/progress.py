@@ -87,7 +87,7 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_start(self, host, task):
         role = getattr(getattr(task, '_role', None), '_role_name', None)
         name = to_text(host.get_name())
-        if self._tracker.start(name, role, task.action):
+        if self._tracker.start(name, role, task.action, run_once=bool(task.run_once)):
             self._show(name)
 
     def _result(self, result):

@@ -52,7 +52,7 @@ class Tracker(object):
             self.local_done.add(host)
         return stage
 
-    def start(self, host, role, action):
+    def start(self, host, role, action, run_once=False):
         module, role = _short(action), _short(role)
         if role == 'tier_tests':
             if module in LOCAL_MODULES:
@@ -60,7 +60,12 @@ class Tracker(object):
             if module in PEER_MODULES:
                 return self._set(host, PEER)
             return None
-        return self._set(host, ROLE_STAGES.get(role))
+        stage = ROLE_STAGES.get(role)
+        if stage == REPORT and run_once:
+            # The report is written once, on one host, for every node of the run: each of them is in it.
+            moved = [other for other in list(self.stages) if self._set(other, REPORT)]
+            return self._set(host, stage) or (stage if moved else None)
+        return self._set(host, stage)
 
     def result(self, host, action, args, result):
         module, args, result = _short(action), args or {}, result or {}

@@ -35,8 +35,8 @@ class Role(object):
 
 
 class Task(object):
-    def __init__(self, action, role=None, args=None):
-        self.action, self._role, self.args = action, Role(role) if role else None, args or {}
+    def __init__(self, action, role=None, args=None, run_once=False):
+        self.action, self._role, self.args, self.run_once = action, Role(role) if role else None, args or {}, run_once
 
 
 class Result(object):

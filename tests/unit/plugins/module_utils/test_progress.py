@@ -31,6 +31,22 @@ def test_stages_follow_what_surely_happened_not_tasks_that_may_be_skipped():
     assert tracker.start('node01', 'gpufleet.netval.verdict', 'ansible.builtin.set_fact') == progress.VERDICT
 
 
+def test_the_report_written_once_for_the_run_puts_every_node_in_it_a_task_per_node_only_its_own():
+    tracker = progress.Tracker(Clock())
+    for node in ('node01', 'node02', 'node03'):
+        tracker.start(node, 'gpufleet.netval.preflight', 'gpufleet.netval.rdma_info')
+    tracker.start('node02', 'gpufleet.netval.verdict', 'ansible.builtin.set_fact')
+    # A task of the report role per node moves only its node; the run_once one (validate.yml includes the role once for
+    # the play) writes every node's report, the nodes blocked in preflight too.
+    assert tracker.start('node03', 'gpufleet.netval.report', 'ansible.builtin.validate_argument_spec') == progress.REPORT
+    assert tracker.stages == {'node01': progress.PREFLIGHT, 'node02': progress.VERDICT, 'node03': progress.REPORT}
+    assert tracker.start('node01', 'gpufleet.netval.report', 'gpufleet.netval.validation_report', run_once=True) == progress.REPORT
+    assert tracker.stages == {'node01': progress.REPORT, 'node02': progress.REPORT, 'node03': progress.REPORT}
+    # run_once outside the report role moves no other node.
+    tracker.start('node04', 'gpufleet.netval.preflight', 'gpufleet.netval.rdma_info', run_once=True)
+    assert tracker.stages['node04'] == progress.PREFLIGHT and tracker.stages['node01'] == progress.REPORT
+
+
 def test_a_node_with_a_peer_at_once_runs_its_local_tests_after_and_does_not_wait_again():
     tracker = progress.Tracker(Clock())
     assert tracker.result('node02', LEASE, {'wait': 0}, {'peer': 'peer01', 'waited_s': 0.0}) == progress.PEER
