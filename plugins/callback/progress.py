@@ -56,7 +56,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting import progress
-from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import role_of, soft
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import freeze_inherited_objects_in_workers, warm_up
 
 # A failing hook is a warning, never a broken playbook.
@@ -85,9 +85,8 @@ class CallbackModule(CallbackBase):
 
     @_soft
     def v2_runner_on_start(self, host, task):
-        role = getattr(getattr(task, '_role', None), '_role_name', None)
         name = to_text(host.get_name())
-        if self._tracker.start(name, role, task.action, run_once=bool(task.run_once)):
+        if self._tracker.start(name, role_of(task), task.action, run_once=bool(task.run_once)):
             self._show(name)
 
     def _result(self, result):

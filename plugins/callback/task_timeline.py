@@ -93,7 +93,7 @@ from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.reporting.task_timeline import FORMAT, write_document
-from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import soft
+from ansible_collections.gpufleet.netval.plugins.plugin_utils.callback_guard import role_of, soft
 from ansible_collections.gpufleet.netval.plugins.plugin_utils.warm_up import freeze_inherited_objects_in_workers, warm_up
 
 # A failing hook is a warning, never a broken playbook.
@@ -187,14 +187,13 @@ class CallbackModule(CallbackBase):
     @_soft
     def v2_runner_on_start(self, host, task):
         host_name = to_text(host.get_name())
-        role = getattr(task, '_role', None)
         self._running[(host_name, task._uuid)] = {
             'host': host_name,
             'play': self._play,
             'task': to_text(task.name or '').strip() or None,
             'task_template': _name_as_written(task),
             'task_uuid': to_text(task._uuid),
-            'role': to_text(role.get_name(include_role_fqcn=True)) if role else None,
+            'role': role_of(task),
             'action': to_text(getattr(task, 'resolved_action', None) or task.action),
             'start': time.time(),
             'end': None,

@@ -29,14 +29,14 @@ class Host(object):
         return self.name
 
 
-class Role(object):
-    def __init__(self, name):
-        self._role_name = name
-
-
 class Task(object):
+    """What the callback reads of a task; get_name() as ansible-core prints it ('ROLE : NAME' for a role's task)."""
+
     def __init__(self, action, role=None, args=None, run_once=False):
-        self.action, self._role, self.args, self.run_once = action, Role(role) if role else None, args or {}, run_once
+        self.action, self.role, self.args, self.run_once, self.name = action, role, args or {}, run_once, None
+
+    def get_name(self, include_role_fqcn=True):
+        return '%s : %s' % (self.role, self.name or self.action) if self.role else (self.name or self.action)
 
 
 class Result(object):
