@@ -15,7 +15,8 @@ when, for the peer overlap), files/<host>/... (what was put on or fetched from a
 
 Recording (the netval_record connection, a wrapper of ssh): every module call's module, arguments, result and seconds,
 and every file fetched, one JSON line each in NETVAL_SIM_RECORD.  ``compile_recording`` turns those lines into the
-recording.  Standard library only (the connection plugin imports this in ansible's workers).
+recording.  Standard library only at import (the connection plugin imports this in ansible's workers); preflight_info's
+packing is the collection's own, imported where an answer needs it.
 """
 import ast
 import base64
@@ -283,9 +284,21 @@ def answer(host, module, params):
         # The simulated host's clock at this answer (the test window opens on it); a recording made before preflight_info
         # read the node's clock has none.
         result['node_time_epoch'] = int(time.time())
+        _pack_reads(result, bool(params.get('packed')))
     if module == 'gpufleet.netval.evidence_bundle':
         _place_bundle(host, call, result)
     return result, planned_seconds(module, params) * state['scale']
+
+
+def _pack_reads(result, packed):
+    """preflight_info's reads as the call asked for them (its ``packed``; a failed call's reads stay as they are),
+    whichever way the recorded call had them: the module's own packing (module_utils/packed_json.py, importable in the
+    workers that answer)."""
+    from ansible_collections.gpufleet.netval.plugins.module_utils import packed_json  # pylint: disable=import-outside-toplevel
+    if packed and 'reads' in result and not result.get('failed'):
+        result['reads_packed'] = packed_json.pack_json(result.pop('reads'))
+    elif not packed and 'reads_packed' in result:
+        result['reads'] = packed_json.unpack_json(result.pop('reads_packed'))
 
 
 STAMPS = ('timestamp', 'counters_at')

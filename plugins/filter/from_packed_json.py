@@ -35,7 +35,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.netval.plugins.plugin_utils.controller_memory import PackedJsonError, unpack_json
+from ansible_collections.gpufleet.netval.plugins.module_utils.packed_json import PackedJsonError, unpack_json
 
 
 def _from_packed_json(packed):

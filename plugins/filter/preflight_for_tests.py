@@ -13,9 +13,9 @@ description:
   - From preflight_info's reads, the keys validate.yml's tests play reads after preflight - C(rdma.devices),
     C(rdma.live_ports), C(gpu.gpus), C(gpu.gpu_nic_pairs), C(gpu.gdr_support) and C(host.modules) - as they were. The
     pass's plan, the GPUDirect mode, the NCCL launcher's rails and the verdict's SKU come out the same from them.
-  - validate.yml keeps this part as the node's C(preflight_facts) for the rest of the run, and the whole reads packed
-    (C(gpufleet.netval.to_packed_json)) for the evidence bundle, so that the controller's main process, which every task
-    forks, holds a fraction of them per node.
+  - The preflight role with C(preflight_packed_reads) (validate.yml) keeps this part as the node's C(preflight_facts) for
+    the rest of the run, and the whole reads packed as the node sent them (preflight_info's C(packed)) for the evidence
+    bundle, so that the controller's main process, which every task forks, holds a fraction of them per node.
   - A section that is not a dict (a read that gave nothing) is kept as it was; one that is absent stays absent.
 author:
   - gpufleet.netval maintainers (@gpufleet)

@@ -12,9 +12,9 @@ version_added: 0.1.0
 description:
   - The value as compact JSON with sorted keys, compressed with zlib and written in base64. C(gpufleet.netval.from_packed_json)
     gives it back.
-  - For a large document a node keeps in the controller's memory until one later task reads it (validate.yml keeps each
-    node's whole preflight reads so until its evidence bundle is made), one text of about a thirtieth of the size of
-    the objects it stands for, in the main process that every task forks.
+  - For a large document a node keeps in the controller's memory until one later task reads it, one text of about a
+    thirtieth of the size of the objects it stands for, in the main process that every task forks. It is the form in
+    which preflight_info's C(packed) sends a node's reads (validate.yml keeps them so until the evidence bundle).
   - An object JSON cannot hold is written as its text.
 author:
   - gpufleet.netval maintainers (@gpufleet)
@@ -37,7 +37,7 @@ _value:
   type: str
 '''
 
-from ansible_collections.gpufleet.netval.plugins.plugin_utils.controller_memory import pack_json
+from ansible_collections.gpufleet.netval.plugins.module_utils.packed_json import pack_json
 
 
 class FilterModule(object):

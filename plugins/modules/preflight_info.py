@@ -47,6 +47,16 @@ options:
     elements: str
     choices: [rdma, pcie, nic, firmware, gpu, host]
     default: []
+  packed:
+    description:
+      - Return the reads as RV(reads_packed), one text (canonical JSON, zlib, base64; the filter
+        C(gpufleet.netval.from_packed_json) gives them back), instead of RV(reads).
+      - For a controller that reads many nodes at once (validate.yml). Each node's result then holds about a thirtieth
+        of what the reads take as objects, in the main process that every later task forks, and the management network
+        carries a tenth of the bytes.
+      - A failed task returns RV(reads) as they are, whatever this says.
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Reads only; runs the same in check mode.
@@ -77,9 +87,14 @@ RETURN = r'''
 reads:
   description:
     - Per read made, its module's result (without C(changed)); for a read that failed, its C(msg) and failure fields instead.
-  returned: success or when a required read failed
+  returned: success without O(packed), or when a required read failed
   type: dict
   sample: {"rdma": {"devices": {}, "live_ports": []}, "pcie": {"devices": [], "degraded": []}}
+reads_packed:
+  description: RV(reads) packed, when O(packed) is set and the task succeeds.
+  returned: success with O(packed)
+  type: str
+  sample: eJyrVkrOz0nTUc...
 node_time_epoch:
   description:
     - The node's own clock when the reads ended, in whole seconds since the epoch. A test window that starts here is the node's
@@ -117,6 +132,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.netval.plugins.module_utils import validate
 from ansible_collections.gpufleet.netval.plugins.module_utils.failures import SUCCESS, failure
+from ansible_collections.gpufleet.netval.plugins.module_utils.packed_json import pack_json
 from ansible_collections.gpufleet.netval.plugins.module_utils.reads import context
 from ansible_collections.gpufleet.netval.plugins.module_utils.reads import (gpu_info, host_tuning_info, mlx_fw_info, nic_info,
                                                                             pcie_info, rdma_info)
@@ -132,6 +148,7 @@ def main():
         argument_spec=dict(
             dict((name, dict(type='dict')) for name in READS),
             required=dict(type='list', elements='str', choices=sorted(READS), default=[]),
+            packed=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -158,7 +175,8 @@ def main():
             module.fail_json(msg='%s: the %s read (%s) failed: %s' % (hostname(), name, READS[name].__name__.split('.')[-1],
                                                                       result.get('msg') or 'no message'),
                              reads=results, failed_reads=failed, node_time_epoch=node_time_epoch, **shape)
-    module.exit_json(changed=False, reads=results, failed_reads=failed, node_time_epoch=node_time_epoch, **SUCCESS)
+    reads_out = dict(reads_packed=pack_json(results)) if module.params['packed'] else dict(reads=results)
+    module.exit_json(changed=False, failed_reads=failed, node_time_epoch=node_time_epoch, **dict(reads_out, **SUCCESS))
 
 
 if __name__ == '__main__':

@@ -11,25 +11,14 @@ simulated fleet (docs/BENCH.md) 600 MiB more in the main process made the tests 
 * ``plain_data``: a value as plain JSON data. Data that came from YAML (a role's vars, the tier profiles) carries
   Ansible's origin tags, an object beside each value, and a fact made from it keeps them in every node's copy: the
   resolved tier profile took 190 KiB a node with its tags and 31 KiB without.
-* ``pack_json`` and ``unpack_json``: a document kept whole until a later step needs it (a node's preflight reads until
-  its evidence bundle) as one text, compact JSON compressed with zlib and written in base64: 13 KB instead of about
-  380 KiB of objects for the lab's 8-GPU node.
+* a document kept whole until a later step needs it (a node's preflight reads until its evidence bundle) travels and
+  waits as one text: module_utils/packed_json.py, which the node's module and the controller's filters share.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import base64
-import binascii
-import json
-import zlib
 from collections.abc import Mapping
-
-from ansible_collections.gpufleet.netval.plugins.module_utils.policy.baseline import canonical_json
-
-
-class PackedJsonError(ValueError):
-    """A text that pack_json did not make."""
 
 
 def plain_data(value):
@@ -54,21 +43,3 @@ def plain_data(value):
     if isinstance(value, float):
         return float(value)
     return value
-
-
-def pack_json(value):
-    """The value as canonical JSON (keys sorted, no spaces), compressed with zlib, as base64 text; unpack_json gives it
-    back as plain data. An object JSON cannot hold is written as its text."""
-    text = canonical_json(value)
-    return base64.b64encode(zlib.compress(text.encode('utf-8'), 6)).decode('ascii')
-
-
-def unpack_json(packed):
-    """The value pack_json packed. Raises PackedJsonError, saying what it expected, for anything else."""
-    if not isinstance(packed, str):
-        raise PackedJsonError('expected the text pack_json made (base64 of zlib-compressed JSON), got %s' % type(packed).__name__)
-    try:
-        return json.loads(zlib.decompress(base64.b64decode(packed.encode('ascii'), validate=True)).decode('utf-8'))
-    except (UnicodeError, binascii.Error, zlib.error, ValueError) as exc:
-        raise PackedJsonError('expected the text pack_json made (base64 of zlib-compressed JSON), got %d characters that are '
-                              'not: %s' % (len(packed), exc))

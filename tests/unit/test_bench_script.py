@@ -665,3 +665,20 @@ def test_the_play_at_a_moment_is_the_one_whose_tasks_span_it():
     # synthetic FOUR_ON_TWO: preflight 0..3, the tests play 3..28, the report play 30..32 (nothing ran 28..30).
     assert bench.play_bounds(FOUR_ON_TWO) == [(PRE, 0.0, 3.0), (MEASURE, 3.0, 28.0), (REPORT, 30.0, 32.0)]
     assert [bench.play_at(FOUR_ON_TWO, moment) for moment in (1.0, 20.0, 29.0, 31.0, None)] == [PRE, MEASURE, None, REPORT, None]
+
+
+def test_tree_memory_waits_long_enough_that_its_samples_take_at_most_their_share_of_a_core():
+    memory = bench.TreeMemory(interval=2.0, max_share=0.02)
+    assert memory.wait_s() == 2.0
+    memory.sample_cpu_s = 0.5
+    assert memory.wait_s() == pytest.approx(25.0)
+    memory.sample_cpu_s = 0.01
+    assert memory.wait_s() == 2.0
+
+
+def test_tree_memory_samples_this_process_and_times_its_sample():
+    memory = bench.TreeMemory()
+    memory.root = os.getpid()
+    memory.sample()
+    assert len(memory.samples) == 1 and memory.peak_mib > 0 and memory.peak_at is not None
+    assert memory.sample_cpu_s > 0

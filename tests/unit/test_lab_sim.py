@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import packed_json
 from lab.netval_lab import sim
 
 # synthetic: the trailer ansible-core 2.19+ writes after the AnsiballZ wrapper's code (executor/module_common.py)
@@ -129,3 +130,16 @@ def test_a_recorded_time_stamp_becomes_the_time_of_the_answer_so_two_snapshots_a
     # rdma_info's port counters carry their own read time: PortXmitWait per second needs two different ones.
     rdma = {'devices': {'mlx5_0': {}}, 'counters_at': 1796516860.5, 'flag': True}
     assert sim._restamp(rdma, 2000000002.5) == {'devices': {'mlx5_0': {}}, 'counters_at': 2000000002.5, 'flag': True}  # pylint: disable=protected-access
+
+
+def test_preflight_info_answers_packed_when_the_call_asks_whichever_way_the_recording_had_the_reads():
+    reads = {'rdma': {'live_ports': [{'netdev': 'ibp59s0'}]}, 'gpu': {'gpu_count': 8}}  # synthetic
+    asked_packed = {'reads': dict(reads), 'failed_reads': []}
+    sim._pack_reads(asked_packed, True)  # pylint: disable=protected-access
+    assert 'reads' not in asked_packed and packed_json.unpack_json(asked_packed['reads_packed']) == reads
+    asked_whole = dict(asked_packed)
+    sim._pack_reads(asked_whole, False)  # pylint: disable=protected-access
+    assert asked_whole == {'reads': reads, 'failed_reads': []}
+    failed = {'failed': True, 'msg': 'the rdma read failed', 'reads': dict(reads), 'failed_reads': ['rdma']}
+    sim._pack_reads(failed, True)  # pylint: disable=protected-access
+    assert failed['reads'] == reads and 'reads_packed' not in failed  # as the module: a failed task's reads as they are

@@ -54,13 +54,13 @@ __metaclass__ = type
 
 import calendar
 import hashlib
-import json
 import math
 import re
 import time
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue
 from ansible_collections.gpufleet.netval.plugins.module_utils.errors import ParseError
+from ansible_collections.gpufleet.netval.plugins.module_utils.packed_json import canonical_json
 from ansible_collections.gpufleet.netval.plugins.module_utils.parsers.ethtool import parse_ethtool_stats
 
 SCHEMA = 'gpufleet.netval/baseline'
@@ -132,11 +132,6 @@ def stamp_seconds(value):
         return float(calendar.timegm(time.struct_time(tuple(fields) + (0, 0, 0))) - offset)
     except (ValueError, OverflowError):
         return None
-
-
-def canonical_json(value):
-    """``value`` as canonical JSON text: sorted keys, no spaces, UTF-8 characters kept."""
-    return json.dumps(value, sort_keys=True, separators=(',', ':'), ensure_ascii=False, default=str)
 
 
 def profile_ref(profile):

@@ -1,6 +1,8 @@
 """preflight_info: the six reads in one module run on the node, side by side, each failing on its own."""
+import json
 import time
 
+from ansible_collections.gpufleet.netval.plugins.module_utils import packed_json
 from ansible_collections.gpufleet.netval.plugins.modules import gpu_info, preflight_info
 from tests.unit import fixtures
 from tests.unit.plugins.modules.utils import Call, run_module
@@ -75,3 +77,20 @@ def test_the_result_carries_the_nodes_own_clock():
     before = int(time.time())
     result, failed = run_module(preflight_info.main, {'gpu': GPU}, calls=[Call(SMI_XML, out=XML)])
     assert not failed and before <= result['node_time_epoch'] <= int(time.time())
+
+
+def test_packed_the_reads_come_back_as_one_text_that_unpacks_to_the_same_reads():
+    whole, failed = run_module(preflight_info.main, {'gpu': GPU}, calls=[Call(SMI_XML, out=XML)])
+    packed, packed_failed = run_module(preflight_info.main, {'gpu': GPU, 'packed': True}, calls=[Call(SMI_XML, out=XML)])
+    assert not failed and not packed_failed, packed
+    assert 'reads' not in packed and isinstance(packed['reads_packed'], str)
+    assert packed_json.unpack_json(packed['reads_packed']) == whole['reads']
+    assert len(packed['reads_packed']) < len(json.dumps(whole['reads']))
+    assert packed['failed_reads'] == [] and packed['error_class'] is None and 'node_time_epoch' in packed
+
+
+def test_packed_a_failed_task_still_returns_its_reads_as_they_are():
+    args = {'gpu': dict(GPU, required=True), 'nic': NIC, 'required': ['gpu'], 'packed': True}
+    result, failed = run_module(preflight_info.main, args, calls=[STATS], missing=('nvidia-smi',))
+    assert failed and 'reads_packed' not in result
+    assert result['reads']['gpu']['error_class'] == 'tool_missing' and result['reads']['nic']['nics']['eth0']
