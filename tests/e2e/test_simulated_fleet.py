@@ -1,13 +1,16 @@
 """validate.yml on a simulated fleet (lab/netval_lab/sim.py, `scripts/bench.py --simulate`): the real playbooks, strategy,
-leases, filters and reports for more waiting nodes than forks, with no root and no lab, in under a minute.  The hosts
+leases, filters and reports for more waiting nodes than forks, with no root and no lab, in under a minute; then drift.yml
+over the nodes it accepted.  The hosts
 answer from the lab's recording (lab/sim/healthy-400g.json); a recording that no longer fits the modules' arguments or
 results fails here (record again: `python -m lab.netval_lab sim-record`)."""
+import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from ansible_collections.gpufleet.netval.plugins.module_utils.policy import catalogue, verdict
@@ -40,15 +43,30 @@ def role_loads(tasks, folder):
     return found
 
 
-def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_reported_in_full(tmp_path):
+def bench_script():
+    """scripts/bench.py as a module (its sim_env: the simulated hosts' environment for another playbook)."""
+    spec = importlib.util.spec_from_file_location('netval_bench_e2e', os.path.join(ROOT, 'scripts', 'bench.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='module')
+def simulated_fleet(tmp_path_factory):
+    """One simulated validate run for this module's tests: bench.py's output and the cell's folder."""
+    work = tmp_path_factory.mktemp('simulated-fleet')
     proc = subprocess.run([sys.executable, os.path.join(ROOT, 'scripts', 'bench.py'), '--simulate', '--nodes', str(NODES),
-                           '--peers', str(PEERS), '--forks', str(FORKS), '--scale', '0.002', '--work-dir', str(tmp_path)],
+                           '--peers', str(PEERS), '--forks', str(FORKS), '--scale', '0.002', '--work-dir', str(work)],
                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+    return proc, work / ('sim-n%d-p%d' % (NODES, PEERS))
+
+
+def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_reported_in_full(simulated_fleet):
+    proc, cell = simulated_fleet
     assert proc.returncode == 0, proc.stdout[-8000:]
     last = LAST_LINE.match(proc.stdout.strip().splitlines()[-1])
     assert last, proc.stdout[-3000:]
     assert last.group('forks') == str(FORKS) and float(last.group('overlap')) == 0.0 and float(last.group('ratio')) > 0
-    cell = tmp_path / ('sim-n%d-p%d' % (NODES, PEERS))
     summary = (cell / 'reports' / 'latest' / 'summary.txt').read_text().splitlines()[0]
     assert summary == '%d of %d nodes reported: %d A (accept), 0 B (investigate), 0 C (return to provider)' % (NODES, NODES, NODES)
     figures = json.loads((cell / 'cell.json').read_text())['figures']
@@ -90,3 +108,27 @@ def test_a_simulated_fleet_with_fewer_forks_than_waiting_nodes_is_measured_and_r
     assert task_timeline.hosts_in_play_peak(timeline, TESTS_PLAY) == FORKS
     waits = [r for r in timeline['records'] if r['task'] == 'Wait for a free known-good peer and lease it' and r['status'] == 'changed']
     assert len(waits) >= FORKS - PEERS
+
+
+def test_drift_over_the_simulated_fleet_compares_every_node_with_the_baseline_its_acceptance_kept(simulated_fleet, tmp_path):
+    """drift.yml over the fleet the run above accepted: every node's current state against its baseline, clean.  The nodes
+    send their reads packed and the comparison unpacks them in its worker; a node whose packed reads were missing or
+    unreadable would have a red run_incomplete finding instead."""
+    proc, cell = simulated_fleet
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    env = bench_script().sim_env(str(tmp_path / 'timeline.json'), str(cell / 'sim'), FORKS)
+    # -v: the default callback prints each module's result, the read task's among them.
+    drift = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-v', '-i', str(cell / 'sim' / 'hosts.yml'),
+                            'playbooks/drift.yml', '-l', 'new_nodes', '-e', 'netval_nodes=new_nodes', '-e', 'report_root=%s' % (tmp_path / 'reports'),
+                            '-e', 'evidence_controller_dir=%s' % (cell / 'evidence')],
+                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+    assert drift.returncode == 0, drift.stdout[-8000:]
+    nodes = json.loads((tmp_path / 'reports' / 'latest' / 'drift.json').read_text())['nodes']
+    assert sorted(nodes) == ['node%02d' % i for i in range(1, NODES + 1)]
+    for name, node in nodes.items():
+        assert node['status'] == 'clean' and node['findings'] == [] and node['bucket'] == 'A', (name, node)
+        assert node['baseline_timestamp'], (name, node)
+    # What the comparison read came packed: preflight_info's reads never reached the main process whole.
+    read_task = drift.stdout.split('TASK [gpufleet.netval.preflight : Read RDMA ports')[1].split('\nTASK [')[0]
+    answers = [line for line in read_task.splitlines() if line.startswith('ok: [')]
+    assert len(answers) == NODES and all('"reads_packed": "' in line and '"reads": {' not in line for line in answers), read_task[:3000]
